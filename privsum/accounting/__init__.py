@@ -1,0 +1,51 @@
+"""The shared privacy accountant: guarantees, events, composition, exact profiles, PLDs.
+
+Usable on its own; knows nothing about protocols.
+"""
+
+from privsum.accounting.accountant import COMPOSITION_METHODS, LedgerEntry, PrivacyAccountant
+from privsum.accounting.amplification import (
+    shuffle_amplification,
+    shuffle_amplification_closed_form,
+    shuffle_amplification_profile,
+)
+from privsum.accounting.calibration import calibrate
+from privsum.accounting.composition import (
+    advanced_composition,
+    advanced_composition_epsilon,
+    basic_composition,
+    parallel_composition,
+    pure_composition,
+)
+from privsum.accounting.events import ComposedEvent, GuaranteeEvent, ParallelEvent, PrivacyEvent, ProfileEvent
+from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee, ThreatModel
+from privsum.accounting.pld import DEFAULT_DISCRETIZATION, PLDPair
+from privsum.accounting.profile import PrivacyProfile, WorstCaseProfile, randomized_response_profile
+
+__all__ = [
+    "COMPOSITION_METHODS",
+    "DEFAULT_DISCRETIZATION",
+    "ComposedEvent",
+    "GuaranteeEvent",
+    "LedgerEntry",
+    "Neighbouring",
+    "PLDPair",
+    "ParallelEvent",
+    "PrivacyAccountant",
+    "PrivacyEvent",
+    "PrivacyGuarantee",
+    "PrivacyProfile",
+    "ProfileEvent",
+    "ThreatModel",
+    "WorstCaseProfile",
+    "advanced_composition",
+    "advanced_composition_epsilon",
+    "basic_composition",
+    "calibrate",
+    "parallel_composition",
+    "pure_composition",
+    "randomized_response_profile",
+    "shuffle_amplification",
+    "shuffle_amplification_closed_form",
+    "shuffle_amplification_profile",
+]

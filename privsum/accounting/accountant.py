@@ -1,0 +1,224 @@
+"""The privacy accountant: a ledger of events with totals for both threat models."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from privsum._validation import check_choice, check_delta, check_integer, check_real, invalid
+from privsum.accounting.events import ComposedEvent, PrivacyEvent
+from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee, ThreatModel
+from privsum.accounting.pld import DEFAULT_DISCRETIZATION, PLDPair
+from privsum.exceptions import BudgetExceededError
+
+__all__ = ["COMPOSITION_METHODS", "LedgerEntry", "PrivacyAccountant"]
+
+COMPOSITION_METHODS = ("best", "pld", "advanced", "basic")
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One composed event: ``count`` runs of ``event``, and who can observe it."""
+
+    event: PrivacyEvent
+    count: int
+    visible_to_model: bool
+    label: str
+
+    @property
+    def composed(self) -> PrivacyEvent:
+        """The entry as a single event."""
+        return self.event if self.count == 1 else ComposedEvent(self.event, self.count)
+
+    def observed_under(self, threat_model: ThreatModel) -> bool:
+        """Whether an adversary of this threat model sees the entry's output."""
+        return threat_model is ThreatModel.COMMUNICATION or self.visible_to_model
+
+
+class PrivacyAccountant:
+    """Composes privacy events and reports the total guarantee.
+
+    Args:
+        neighbouring: the relation every composed event must be stated under.
+        budget: optional cap; `compose` raises `BudgetExceededError` (and records nothing) when
+            the communication-threat total at ``budget.delta`` would exceed ``budget.epsilon``.
+        method: default composition method: ``"best"`` (the smallest of the valid bounds below),
+            ``"pld"`` (numerical, pessimistic), ``"advanced"`` (heterogeneous Dwork-Rothblum-Vadhan)
+            or ``"basic"``.
+        discretization: PLD loss discretisation interval.
+
+    Privacy:
+        Two totals are kept. Under the **communication** threat the adversary sees every
+        message the analyzer receives, so every entry counts. Under the **model** threat it sees
+        only the released model, so entries composed with ``visible_to_model=False`` (e.g. raw
+        per-user reports that the model does not reveal) are left out.
+
+    Examples:
+        >>> from privsum.accounting import GuaranteeEvent, PrivacyGuarantee
+        >>> accountant = PrivacyAccountant()
+        >>> _ = accountant.compose(GuaranteeEvent(PrivacyGuarantee(0.1, 1e-8)), count=10)
+        >>> accountant.epsilon(1e-6, method="basic")
+        1.0
+        >>> accountant.epsilon(1e-6) < 1.0
+        True
+    """
+
+    def __init__(
+        self,
+        *,
+        neighbouring: Neighbouring | str = Neighbouring.REPLACE_ONE,
+        budget: PrivacyGuarantee | None = None,
+        method: str = "best",
+        discretization: float = DEFAULT_DISCRETIZATION,
+    ) -> None:
+        owner = "PrivacyAccountant"
+        self.neighbouring = Neighbouring.parse(neighbouring, owner)
+        if budget is not None and not (isinstance(budget, PrivacyGuarantee) and budget.neighbouring == self.neighbouring):
+            raise invalid("budget", owner, f"None or a PrivacyGuarantee under {self.neighbouring.value!r}", budget)
+        self.budget = budget
+        self.method = check_choice(method, "method", owner, COMPOSITION_METHODS)
+        self.discretization = check_real(discretization, "discretization", owner, low=0.0, low_open=True)
+        self._entries: list[LedgerEntry] = []
+
+    @property
+    def entries(self) -> tuple[LedgerEntry, ...]:
+        """The ledger, in composition order."""
+        return tuple(self._entries)
+
+    def compose(self, event: PrivacyEvent, count: int = 1, *, visible_to_model: bool = True, label: str = "") -> LedgerEntry:
+        """Record ``count`` runs of ``event`` and return the ledger entry.
+
+        Raises:
+            InvalidParameterError: the event is not a `PrivacyEvent` or uses another relation.
+            BudgetExceededError: the budget would be exceeded; nothing is recorded.
+        """
+        owner = "PrivacyAccountant.compose"
+        if not isinstance(event, PrivacyEvent):
+            raise invalid("event", owner, "a PrivacyEvent", event)
+        if event.neighbouring != self.neighbouring:
+            raise invalid("event", owner, f"an event under {self.neighbouring.value!r}", event.neighbouring.value)
+        count = check_integer(count, "count", owner, low=1)
+        entry = LedgerEntry(event, count, bool(visible_to_model), str(label))
+        self._entries.append(entry)
+        if self.budget is not None:
+            spent = self.epsilon(self.budget.delta) if self.budget.delta > 0 else self._pure_epsilon(ThreatModel.COMMUNICATION)
+            if not spent <= self.budget.epsilon:
+                self._entries.pop()
+                raise BudgetExceededError(
+                    f"Composing {label or type(event).__name__} x{count} would spend epsilon={spent:.6g} "
+                    f"at delta={self.budget.delta:.3g}, over the budget epsilon={self.budget.epsilon:.6g}."
+                )
+        return entry
+
+    def epsilon(
+        self, delta: float, *, threat_model: ThreatModel | str = ThreatModel.COMMUNICATION, method: str | None = None
+    ) -> float:
+        """Total epsilon at ``delta`` for the given threat model (``inf`` if unattainable)."""
+        delta = check_delta(delta, "PrivacyAccountant.epsilon")
+        entries = self._observed(threat_model)
+        if not entries:
+            return 0.0
+        method = self._method(method)
+        candidates = []
+        if method in ("basic", "best"):
+            candidates.append(_basic_epsilon(entries, delta))
+        if method in ("advanced", "best"):
+            candidates.append(_advanced_epsilon(entries, delta))
+        if method in ("pld", "best"):
+            candidates.append(self._pld(entries).epsilon(delta))
+        return min(candidates)
+
+    def delta(
+        self, epsilon: float, *, threat_model: ThreatModel | str = ThreatModel.COMMUNICATION, method: str | None = None
+    ) -> float:
+        """Total delta at ``epsilon`` for the given threat model (1.0 if unattainable)."""
+        epsilon = check_real(epsilon, "epsilon", "PrivacyAccountant.delta", low=0.0)
+        entries = self._observed(threat_model)
+        if not entries:
+            return 0.0
+        method = self._method(method)
+        candidates = []
+        if method in ("basic", "best"):
+            total = _headlines(entries)
+            candidates.append(math.fsum(g.delta for g in total) if math.fsum(g.epsilon for g in total) <= epsilon else 1.0)
+        if method in ("advanced", "best"):
+            candidates.append(_advanced_delta(entries, epsilon))
+        if method in ("pld", "best"):
+            candidates.append(self._pld(entries).delta(epsilon))
+        return min(candidates)
+
+    def guarantee(
+        self, delta: float, *, threat_model: ThreatModel | str = ThreatModel.COMMUNICATION, method: str | None = None
+    ) -> PrivacyGuarantee:
+        """The total guarantee ``(epsilon(delta), delta)`` under the accountant's relation."""
+        return PrivacyGuarantee(self.epsilon(delta, threat_model=threat_model, method=method), delta, self.neighbouring)
+
+    def report(self, delta: float) -> str:
+        """A plain-text ledger with the totals under both threat models."""
+        lines = [f"Privacy ledger ({self.neighbouring.value})"]
+        for index, entry in enumerate(self._entries, 1):
+            seen = "communication+model" if entry.visible_to_model else "communication only"
+            lines.append(
+                f"  {index}. {entry.label or type(entry.event).__name__} x{entry.count}: {entry.event.guarantee} [{seen}]"
+            )
+        for threat in ThreatModel:
+            lines.append(f"  total, {threat.value} threat: {self.guarantee(delta, threat_model=threat)}")
+        return "\n".join(lines)
+
+    def _observed(self, threat_model: ThreatModel | str) -> list[LedgerEntry]:
+        threat = ThreatModel.parse(threat_model, "PrivacyAccountant")
+        return [entry for entry in self._entries if entry.observed_under(threat)]
+
+    def _method(self, method: str | None) -> str:
+        return self.method if method is None else check_choice(method, "method", "PrivacyAccountant", COMPOSITION_METHODS)
+
+    def _pld(self, entries: list[LedgerEntry]) -> PLDPair:
+        total = entries[0].composed.pld(self.discretization)
+        for entry in entries[1:]:
+            total = total.compose(entry.composed.pld(self.discretization))
+        return total
+
+    def _pure_epsilon(self, threat_model: ThreatModel) -> float:
+        headlines = _headlines(self._observed(threat_model))
+        if any(not g.is_pure for g in headlines):
+            return math.inf
+        return math.fsum(g.epsilon for g in headlines)
+
+
+def _headlines(entries: list[LedgerEntry]) -> list[PrivacyGuarantee]:
+    return [entry.event.guarantee for entry in entries for _ in range(entry.count)]
+
+
+def _basic_epsilon(entries: list[LedgerEntry], delta: float) -> float:
+    headlines = _headlines(entries)
+    if math.fsum(g.delta for g in headlines) > delta:
+        return math.inf
+    return math.fsum(g.epsilon for g in headlines)
+
+
+def _advanced_terms(entries: list[LedgerEntry]) -> tuple[float, float, float]:
+    """Sum of epsilon_j^2, sum of epsilon_j (e^epsilon_j - 1), and sum of delta_j."""
+    squares = math.fsum(e.count * e.event.guarantee.epsilon**2 for e in entries)
+    drift = math.fsum(e.count * e.event.guarantee.epsilon * math.expm1(e.event.guarantee.epsilon) for e in entries)
+    deltas = math.fsum(e.count * e.event.guarantee.delta for e in entries)
+    return squares, drift, deltas
+
+
+def _advanced_epsilon(entries: list[LedgerEntry], delta: float) -> float:
+    """Heterogeneous advanced composition: ``sqrt(2 log(1/d') sum eps_j^2) + sum eps_j(e^eps_j - 1)``.
+
+    With identical events this is `advanced_composition_epsilon` (seed 001 Theorem 3.2 form).
+    """
+    squares, drift, deltas = _advanced_terms(entries)
+    slack = delta - deltas
+    if not (slack > 0 and math.isfinite(squares)):
+        return math.inf
+    return math.sqrt(2.0 * squares * math.log(1.0 / slack)) + drift
+
+
+def _advanced_delta(entries: list[LedgerEntry], epsilon: float) -> float:
+    squares, drift, deltas = _advanced_terms(entries)
+    if not (epsilon > drift and math.isfinite(squares)):
+        return 1.0
+    slack = math.exp(-((epsilon - drift) ** 2) / (2.0 * squares)) if squares > 0 else 0.0
+    return min(1.0, deltas + slack)

@@ -1,0 +1,121 @@
+"""Closed-form composition theorems (SPEC section 1.1-1.3).
+
+Each function takes guarantees under one neighbouring relation and returns the composed
+guarantee under the same relation; mixing relations raises.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from privsum._validation import check_delta, check_epsilon, check_integer, invalid
+from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
+
+__all__ = [
+    "advanced_composition",
+    "advanced_composition_epsilon",
+    "basic_composition",
+    "parallel_composition",
+    "pure_composition",
+]
+
+
+def _common_relation(guarantees: Sequence[PrivacyGuarantee], owner: str) -> Neighbouring:
+    if len(guarantees) == 0:
+        raise invalid("guarantees", owner, "a non-empty sequence of PrivacyGuarantee", guarantees)
+    for guarantee in guarantees:
+        if not isinstance(guarantee, PrivacyGuarantee):
+            raise invalid("guarantees", owner, "a sequence of PrivacyGuarantee", guarantee)
+    relations = {g.neighbouring for g in guarantees}
+    if len(relations) != 1:
+        raise invalid("guarantees", owner, "guarantees under one neighbouring relation", sorted(r.value for r in relations))
+    return relations.pop()
+
+
+def basic_composition(guarantees: Sequence[PrivacyGuarantee]) -> PrivacyGuarantee:
+    """Sequential composition: ``(sum epsilon_j, sum delta_j)``.
+
+    Privacy:
+        Holds for adaptive composition of mechanisms run on the same dataset.
+
+    References:
+        Dwork & Roth, *The Algorithmic Foundations of Differential Privacy*, Thm 3.16.
+
+    Examples:
+        >>> basic_composition([PrivacyGuarantee(1.0, 1e-6), PrivacyGuarantee(0.5, 0.0)])
+        PrivacyGuarantee(epsilon=1.5, delta=1e-06, neighbouring='replace-one')
+    """
+    relation = _common_relation(guarantees, "basic_composition")
+    epsilon = math.fsum(g.epsilon for g in guarantees)
+    delta = math.fsum(g.delta for g in guarantees)
+    if not delta < 1.0:
+        raise invalid("guarantees", "basic_composition", "deltas summing to less than 1", delta)
+    return PrivacyGuarantee(epsilon, delta, relation)
+
+
+def pure_composition(guarantees: Sequence[PrivacyGuarantee]) -> PrivacyGuarantee:
+    """Composition of pure-DP guarantees: ``(sum epsilon_j, 0)``; every input must have delta 0.
+
+    Examples:
+        >>> pure_composition([PrivacyGuarantee(0.25, 0.0)] * 4)
+        PrivacyGuarantee(epsilon=1.0, delta=0.0, neighbouring='replace-one')
+    """
+    for guarantee in guarantees:
+        if isinstance(guarantee, PrivacyGuarantee) and not guarantee.is_pure:
+            raise invalid("guarantees", "pure_composition", "pure guarantees (delta == 0)", guarantee)
+    return basic_composition(guarantees)
+
+
+def parallel_composition(guarantees: Sequence[PrivacyGuarantee], *, parts_per_user: int = 1) -> PrivacyGuarantee:
+    """Mechanisms on disjoint parts of the data.
+
+    Under add/remove one user touches one part, giving ``(max epsilon_j, max delta_j)``. Under
+    replace-one a user whose value moves to another part touches two parts: pass
+    ``parts_per_user=2`` and the worst part is composed that many times (basic composition).
+
+    Privacy:
+        Each part must be a mechanism of only its own users' data.
+
+    Examples:
+        >>> parallel_composition([PrivacyGuarantee(1.0, 1e-6), PrivacyGuarantee(0.5, 1e-7)])
+        PrivacyGuarantee(epsilon=1.0, delta=1e-06, neighbouring='replace-one')
+    """
+    relation = _common_relation(guarantees, "parallel_composition")
+    parts_per_user = check_integer(parts_per_user, "parts_per_user", "parallel_composition", low=1)
+    worst = PrivacyGuarantee(max(g.epsilon for g in guarantees), max(g.delta for g in guarantees), relation)
+    return basic_composition([worst] * parts_per_user)
+
+
+def advanced_composition_epsilon(epsilon0: float, count: int, delta_slack: float) -> float:
+    """The epsilon of `advanced_composition`: ``eps0*sqrt(2k log(1/delta')) + k*eps0*(e^eps0 - 1)``."""
+    owner = "advanced_composition"
+    epsilon0 = check_epsilon(epsilon0, owner, "epsilon0")
+    count = check_integer(count, "count", owner, low=1)
+    delta_slack = check_delta(delta_slack, owner, "delta_slack", allow_zero=False)
+    return epsilon0 * math.sqrt(2.0 * count * math.log(1.0 / delta_slack)) + count * epsilon0 * math.expm1(epsilon0)
+
+
+def advanced_composition(guarantee: PrivacyGuarantee, count: int, delta_slack: float) -> PrivacyGuarantee:
+    """Advanced composition of ``count`` mechanisms, each ``(epsilon0, delta0)``-DP.
+
+    Returns ``(epsilon0*sqrt(2k log(1/delta')) + k*epsilon0*(e^epsilon0 - 1), k*delta0 + delta')``.
+
+    Privacy:
+        Adaptive composition, any neighbouring relation (kept from the input).
+
+    References:
+        Dwork, Rothblum & Vadhan (FOCS 2010); the form of seed 001 Theorem 3.2.
+
+    Examples:
+        >>> g = advanced_composition(PrivacyGuarantee(0.1, 1e-8), count=100, delta_slack=1e-6)
+        >>> round(g.epsilon, 4), g.delta
+        (6.3082, 2e-06)
+    """
+    if not isinstance(guarantee, PrivacyGuarantee):
+        raise invalid("guarantee", "advanced_composition", "a PrivacyGuarantee", guarantee)
+    epsilon = advanced_composition_epsilon(guarantee.epsilon, count, delta_slack)
+    delta = count * guarantee.delta + delta_slack
+    if not delta < 1.0:
+        raise invalid("delta_slack", "advanced_composition", "small enough that k*delta0 + delta' < 1", delta_slack)
+    return PrivacyGuarantee(epsilon, delta, guarantee.neighbouring)

@@ -1,0 +1,177 @@
+"""Privacy events: immutable records of what a mechanism's privacy accounting needs.
+
+Protocols describe themselves with events; the accountant composes events and never calls a
+protocol. Every event knows its neighbouring relation, a headline `PrivacyGuarantee` (used by
+closed-form composition) and a `PLDPair` (used by numerical composition).
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from privsum._validation import check_delta, check_integer, invalid
+from privsum.accounting.composition import basic_composition, parallel_composition
+from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
+from privsum.accounting.pld import DEFAULT_DISCRETIZATION, PLDPair
+from privsum.accounting.profile import PrivacyProfile, WorstCaseProfile
+
+__all__ = ["ComposedEvent", "GuaranteeEvent", "ParallelEvent", "PrivacyEvent", "ProfileEvent"]
+
+# A profile may exceed its headline delta by this relative amount only through float rounding.
+_HEADLINE_RTOL = 1e-9
+
+
+class PrivacyEvent(abc.ABC):
+    """Base class of privacy events."""
+
+    @property
+    @abc.abstractmethod
+    def guarantee(self) -> PrivacyGuarantee:
+        """The headline (epsilon, delta) guarantee of one occurrence of the event."""
+
+    @property
+    def neighbouring(self) -> Neighbouring:
+        """The neighbouring relation of the guarantee."""
+        return self.guarantee.neighbouring
+
+    @abc.abstractmethod
+    def pld(self, discretization: float = DEFAULT_DISCRETIZATION) -> PLDPair:
+        """Privacy-loss distributions of the event for numerical composition."""
+
+    def epsilon(self, delta: float) -> float:
+        """Tightest epsilon this event alone supports at ``delta`` (numerical)."""
+        return self.pld().epsilon(delta)
+
+
+@dataclass(frozen=True)
+class GuaranteeEvent(PrivacyEvent):
+    """A mechanism known only to satisfy an (epsilon, delta) guarantee.
+
+    Examples:
+        >>> GuaranteeEvent(PrivacyGuarantee(1.0, 1e-6)).guarantee.epsilon
+        1.0
+    """
+
+    headline: PrivacyGuarantee
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.headline, PrivacyGuarantee):
+            raise invalid("headline", "GuaranteeEvent", "a PrivacyGuarantee", self.headline)
+
+    @property
+    def guarantee(self) -> PrivacyGuarantee:
+        return self.headline
+
+    def pld(self, discretization: float = DEFAULT_DISCRETIZATION) -> PLDPair:
+        return PLDPair.from_guarantee(self.headline, discretization=discretization)
+
+
+@dataclass(frozen=True)
+class ProfileEvent(PrivacyEvent):
+    """A mechanism with an exact privacy profile and the headline guarantee it was calibrated to.
+
+    Construction checks that the profile meets the headline: ``profile.delta(epsilon) <= delta``.
+
+    Examples:
+        >>> from privsum.accounting import randomized_response_profile
+        >>> event = ProfileEvent.at_delta(randomized_response_profile(1.0), 0.0)
+        >>> round(event.guarantee.epsilon, 9)
+        1.0
+    """
+
+    profile: PrivacyProfile | WorstCaseProfile
+    headline: PrivacyGuarantee
+
+    def __post_init__(self) -> None:
+        owner = "ProfileEvent"
+        if not isinstance(self.profile, (PrivacyProfile, WorstCaseProfile)):
+            raise invalid("profile", owner, "a PrivacyProfile or WorstCaseProfile", self.profile)
+        if not isinstance(self.headline, PrivacyGuarantee):
+            raise invalid("headline", owner, "a PrivacyGuarantee", self.headline)
+        if self.headline.neighbouring != self.profile.neighbouring:
+            raise invalid("headline", owner, f"under the profile's relation {self.profile.neighbouring.value!r}", self.headline)
+        if self.headline.is_finite:
+            achieved = self.profile.delta(self.headline.epsilon)
+            if not achieved <= self.headline.delta * (1 + _HEADLINE_RTOL) + 1e-300:
+                raise invalid("headline", owner, f"met by the profile (its delta at epsilon is {achieved:.6g})", self.headline)
+
+    @classmethod
+    def at_delta(cls, profile: PrivacyProfile | WorstCaseProfile, delta: float) -> ProfileEvent:
+        """The event whose headline is ``(profile.epsilon(delta), delta)``."""
+        delta = check_delta(delta, "ProfileEvent.at_delta")
+        return cls(profile, profile.guarantee(delta))
+
+    @property
+    def guarantee(self) -> PrivacyGuarantee:
+        return self.headline
+
+    def pld(self, discretization: float = DEFAULT_DISCRETIZATION) -> PLDPair:
+        return PLDPair.from_profile(self.profile, discretization=discretization)
+
+    def epsilon(self, delta: float) -> float:
+        return self.profile.epsilon(delta)
+
+
+@dataclass(frozen=True)
+class ComposedEvent(PrivacyEvent):
+    """``count`` sequential runs of the same event on the same users.
+
+    Examples:
+        >>> ComposedEvent(GuaranteeEvent(PrivacyGuarantee(0.5, 1e-8)), 4).guarantee
+        PrivacyGuarantee(epsilon=2.0, delta=4e-08, neighbouring='replace-one')
+    """
+
+    event: PrivacyEvent
+    count: int
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.event, PrivacyEvent):
+            raise invalid("event", "ComposedEvent", "a PrivacyEvent", self.event)
+        check_integer(self.count, "count", "ComposedEvent", low=1)
+
+    @property
+    def guarantee(self) -> PrivacyGuarantee:
+        return basic_composition([self.event.guarantee] * self.count)
+
+    def pld(self, discretization: float = DEFAULT_DISCRETIZATION) -> PLDPair:
+        return self.event.pld(discretization).self_compose(self.count)
+
+
+@dataclass(frozen=True)
+class ParallelEvent(PrivacyEvent):
+    """Mechanisms on disjoint parts of the users (parallel composition).
+
+    ``parts_per_user`` is how many parts one neighbouring change can touch: 1 under add/remove
+    (and under replace-one when a user's part is public and fixed), 2 under replace-one when the
+    part depends on the user's value.
+
+    Examples:
+        >>> event = ParallelEvent((GuaranteeEvent(PrivacyGuarantee(1.0, 1e-7)),) * 3, parts_per_user=2)
+        >>> event.guarantee
+        PrivacyGuarantee(epsilon=2.0, delta=2e-07, neighbouring='replace-one')
+    """
+
+    events: Sequence[PrivacyEvent] = field(default_factory=tuple)
+    parts_per_user: int = 1
+
+    def __post_init__(self) -> None:
+        owner = "ParallelEvent"
+        events = tuple(self.events)
+        if len(events) == 0 or not all(isinstance(e, PrivacyEvent) for e in events):
+            raise invalid("events", owner, "a non-empty sequence of PrivacyEvent", self.events)
+        object.__setattr__(self, "events", events)
+        check_integer(self.parts_per_user, "parts_per_user", owner, low=1)
+
+    @property
+    def guarantee(self) -> PrivacyGuarantee:
+        return parallel_composition([e.guarantee for e in self.events], parts_per_user=self.parts_per_user)
+
+    def pld(self, discretization: float = DEFAULT_DISCRETIZATION) -> PLDPair:
+        if all(e == self.events[0] for e in self.events):
+            single = self.events[0].pld(discretization)
+        else:
+            worst = parallel_composition([e.guarantee for e in self.events])
+            single = PLDPair.from_guarantee(worst, discretization=discretization)
+        return single.self_compose(self.parts_per_user)

@@ -1,0 +1,92 @@
+"""The (epsilon, delta) guarantee value, its neighbouring relation and the threat models."""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+
+from privsum._validation import check_delta, check_epsilon, invalid
+
+__all__ = ["Neighbouring", "PrivacyGuarantee", "ThreatModel"]
+
+
+class Neighbouring(str, enum.Enum):
+    """Which datasets count as neighbours.
+
+    ``REPLACE_ONE``: one user's value changes (the seed papers' default).
+    ``ADD_REMOVE``: one user is added or removed.
+    """
+
+    REPLACE_ONE = "replace-one"
+    ADD_REMOVE = "add-remove"
+
+    @classmethod
+    def parse(cls, value: object, owner: str = "this function") -> Neighbouring:
+        """Return the relation named by ``value`` (an instance or its string value)."""
+        try:
+            return cls(value)
+        except ValueError:
+            raise invalid("neighbouring", owner, "'replace-one' or 'add-remove'", value) from None
+
+
+class ThreatModel(str, enum.Enum):
+    """What the adversary observes (seed 000 section 3.1).
+
+    ``COMMUNICATION``: every message the analyzer receives (and everything released).
+    ``MODEL``: only the released model.
+    """
+
+    COMMUNICATION = "communication"
+    MODEL = "model"
+
+    @classmethod
+    def parse(cls, value: object, owner: str = "this function") -> ThreatModel:
+        """Return the threat model named by ``value`` (an instance or its string value)."""
+        try:
+            return cls(value)
+        except ValueError:
+            raise invalid("threat_model", owner, "'communication' or 'model'", value) from None
+
+
+@dataclass(frozen=True)
+class PrivacyGuarantee:
+    """An (epsilon, delta)-DP guarantee under a stated neighbouring relation.
+
+    Attributes:
+        epsilon: privacy-loss bound, ``> 0`` (``inf`` means no guarantee).
+        delta: failure probability in ``[0, 1)``; ``0`` is pure DP.
+        neighbouring: the relation the guarantee is stated for.
+
+    Examples:
+        >>> PrivacyGuarantee(1.0, 1e-6)
+        PrivacyGuarantee(epsilon=1.0, delta=1e-06, neighbouring='replace-one')
+        >>> PrivacyGuarantee(0.5, 0.0).is_pure
+        True
+    """
+
+    epsilon: float
+    delta: float = 0.0
+    neighbouring: Neighbouring = Neighbouring.REPLACE_ONE
+
+    def __post_init__(self) -> None:
+        owner = type(self).__name__
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, owner, allow_infinite=True))
+        object.__setattr__(self, "delta", check_delta(self.delta, owner))
+        object.__setattr__(self, "neighbouring", Neighbouring.parse(self.neighbouring, owner))
+
+    @property
+    def is_pure(self) -> bool:
+        """Whether delta is exactly zero."""
+        return self.delta == 0.0
+
+    @property
+    def is_finite(self) -> bool:
+        """Whether epsilon is finite."""
+        return math.isfinite(self.epsilon)
+
+    def __repr__(self) -> str:
+        return f"PrivacyGuarantee(epsilon={self.epsilon!r}, delta={self.delta!r}, neighbouring={self.neighbouring.value!r})"
+
+    def __str__(self) -> str:
+        return f"({self.epsilon:.6g}, {self.delta:.3g})-DP, {self.neighbouring.value}"

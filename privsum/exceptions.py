@@ -1,0 +1,30 @@
+"""Exceptions and warnings raised by privsum."""
+
+from __future__ import annotations
+
+__all__ = [
+    "BudgetExceededError",
+    "IncompatibleSketchError",
+    "InvalidParameterError",
+    "PrivacyLeakWarning",
+]
+
+
+class InvalidParameterError(ValueError, TypeError):
+    """A parameter is outside its valid range or of the wrong type.
+
+    Subclasses both `ValueError` and `TypeError` so that callers catching either keep working.
+    The message always names the parameter, the constraint and the offending value.
+    """
+
+
+class BudgetExceededError(RuntimeError):
+    """Composing another event would exceed the accountant's privacy budget."""
+
+
+class IncompatibleSketchError(ValueError):
+    """Two sketches cannot be merged: their public seeds or shapes differ."""
+
+
+class PrivacyLeakWarning(UserWarning):
+    """An operation reveals information that is not covered by the stated guarantee."""

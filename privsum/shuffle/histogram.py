@@ -1,0 +1,106 @@
+"""The canonical analyzer input: a histogram of (instance, message value) counts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from privsum._validation import invalid
+from privsum.shuffle.messages import MessageBatch
+
+__all__ = ["MessageHistogram"]
+
+
+@dataclass(frozen=True, eq=False)
+class MessageHistogram:
+    """Counts of each message value in each instance: all that a shuffled multiset reveals.
+
+    Attributes:
+        counts: integer array of shape ``(n_instances, len(alphabet))``.
+        alphabet: the sorted message values the columns stand for.
+
+    Histograms of disjoint groups of users merge by addition, which is what a chunked or
+    distributed run reduces to.
+
+    Examples:
+        >>> batch = MessageBatch(np.array([0, 0, 1]), np.array([1, -1, 1]), n_instances=2)
+        >>> view = MessageHistogram.from_messages(batch, alphabet=(-1, 1))
+        >>> view.count(1).tolist(), view.count(-1).tolist()
+        ([1, 1], [1, 0])
+    """
+
+    counts: np.ndarray
+    alphabet: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        owner = "MessageHistogram"
+        alphabet = tuple(int(v) for v in self.alphabet)
+        if len(alphabet) == 0 or list(alphabet) != sorted(set(alphabet)):
+            raise invalid("alphabet", owner, "non-empty, sorted and without repeats", self.alphabet)
+        counts = np.asarray(self.counts)
+        if counts.ndim != 2 or counts.shape[1] != len(alphabet):
+            raise invalid("counts", owner, f"a 2-D array with {len(alphabet)} columns", f"shape {counts.shape}")
+        if not (np.issubdtype(counts.dtype, np.integer) and (counts.size == 0 or counts.min() >= 0)):
+            raise invalid("counts", owner, "non-negative integers", f"dtype {counts.dtype}")
+        object.__setattr__(self, "counts", counts.astype(np.int64, copy=False))
+        object.__setattr__(self, "alphabet", alphabet)
+
+    @classmethod
+    def from_messages(cls, batch: MessageBatch, *, alphabet: tuple[int, ...]) -> MessageHistogram:
+        """Count a batch of messages; a value outside ``alphabet`` raises."""
+        alphabet_array = np.asarray(alphabet, dtype=np.int64)
+        columns = np.searchsorted(alphabet_array, batch.values)
+        outside = (columns >= alphabet_array.size) | (
+            alphabet_array[np.minimum(columns, alphabet_array.size - 1)] != batch.values
+        )
+        if np.any(outside):
+            raise invalid(
+                "batch",
+                "MessageHistogram.from_messages",
+                f"messages with values in {tuple(alphabet)}",
+                int(batch.values[outside][0]),
+            )
+        flat = batch.instances * alphabet_array.size + columns
+        counts = np.bincount(flat, minlength=batch.n_instances * alphabet_array.size)
+        return cls(counts.reshape(batch.n_instances, alphabet_array.size), alphabet)
+
+    @classmethod
+    def zeros(cls, n_instances: int, alphabet: tuple[int, ...]) -> MessageHistogram:
+        """The empty histogram (no messages)."""
+        return cls(np.zeros((n_instances, len(alphabet)), dtype=np.int64), alphabet)
+
+    @property
+    def n_instances(self) -> int:
+        """Number of instances (rows)."""
+        return int(self.counts.shape[0])
+
+    @property
+    def total_messages(self) -> int:
+        """Number of messages counted."""
+        return int(self.counts.sum())
+
+    def count(self, value: int) -> np.ndarray:
+        """Per-instance count of messages equal to ``value``."""
+        if value not in self.alphabet:
+            raise invalid("value", "MessageHistogram.count", f"one of {self.alphabet}", value)
+        return self.counts[:, self.alphabet.index(value)]
+
+    def __add__(self, other: MessageHistogram) -> MessageHistogram:
+        if not isinstance(other, MessageHistogram):
+            return NotImplemented
+        if other.alphabet != self.alphabet or other.counts.shape != self.counts.shape:
+            raise invalid(
+                "other",
+                "MessageHistogram.__add__",
+                f"a histogram of shape {self.counts.shape} over {self.alphabet}",
+                f"shape {other.counts.shape} over {other.alphabet}",
+            )
+        return MessageHistogram(self.counts + other.counts, self.alphabet)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MessageHistogram):
+            return NotImplemented
+        return self.alphabet == other.alphabet and np.array_equal(self.counts, other.counts)
+
+    __hash__ = None  # type: ignore[assignment]

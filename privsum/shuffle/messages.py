@@ -1,0 +1,69 @@
+"""Message batches: what the users' randomizers send, tagged with the instance they belong to."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from privsum._validation import check_integer, invalid
+
+__all__ = ["MessageBatch"]
+
+
+@dataclass(frozen=True, eq=False)
+class MessageBatch:
+    """Messages of many users, each an integer ``value`` tagged with an ``instance`` id.
+
+    A message reveals nothing else: no sender, no order (after shuffling). ``n_instances`` is
+    the number of independent protocol instances the batch may address.
+
+    Examples:
+        >>> batch = MessageBatch(np.array([0, 1, 1]), np.array([1, 0, 1]), n_instances=2)
+        >>> batch.n_messages
+        3
+    """
+
+    instances: np.ndarray
+    values: np.ndarray
+    n_instances: int
+
+    def __post_init__(self) -> None:
+        owner = "MessageBatch"
+        n_instances = check_integer(self.n_instances, "n_instances", owner, low=1)
+        instances = np.asarray(self.instances)
+        values = np.asarray(self.values)
+        if instances.ndim != 1 or values.ndim != 1 or instances.shape != values.shape:
+            raise invalid("values", owner, "1-D and of the same length as instances", f"shapes {instances.shape}, {values.shape}")
+        for name, array in (("instances", instances), ("values", values)):
+            if array.size and not np.issubdtype(array.dtype, np.integer):
+                raise invalid(name, owner, "an integer array", f"dtype {array.dtype}")
+        if instances.size and not (instances.min() >= 0 and instances.max() < n_instances):
+            raise invalid("instances", owner, f"ids in [0, {n_instances})", f"range [{instances.min()}, {instances.max()}]")
+        object.__setattr__(self, "instances", instances.astype(np.int64, copy=False))
+        object.__setattr__(self, "values", values.astype(np.int64, copy=False))
+        object.__setattr__(self, "n_instances", n_instances)
+
+    @property
+    def n_messages(self) -> int:
+        """Number of messages in the batch."""
+        return int(self.values.size)
+
+    def take(self, order: np.ndarray) -> MessageBatch:
+        """The batch reordered (or subset) by the index array ``order``."""
+        return MessageBatch(self.instances[order], self.values[order], self.n_instances)
+
+    @classmethod
+    def concatenate(cls, batches: Sequence[MessageBatch]) -> MessageBatch:
+        """All messages of several batches addressing the same instances."""
+        if len(batches) == 0:
+            raise invalid("batches", "MessageBatch.concatenate", "a non-empty sequence", batches)
+        sizes = {b.n_instances for b in batches}
+        if len(sizes) != 1:
+            raise invalid("batches", "MessageBatch.concatenate", "batches with equal n_instances", sorted(sizes))
+        return cls(
+            np.concatenate([b.instances for b in batches]),
+            np.concatenate([b.values for b in batches]),
+            sizes.pop(),
+        )

@@ -1,0 +1,21 @@
+"""Testing tools shipped for extenders: statistical assertions and the protocol conformance base."""
+
+from privsum.testing.conformance import ProtocolConformance
+from privsum.testing.stats import (
+    FALSE_ALARM_RATE,
+    assert_matches_pmf,
+    assert_mean,
+    assert_same_distribution,
+    assert_variance,
+    two_sided_z,
+)
+
+__all__ = [
+    "FALSE_ALARM_RATE",
+    "ProtocolConformance",
+    "assert_matches_pmf",
+    "assert_mean",
+    "assert_same_distribution",
+    "assert_variance",
+    "two_sided_z",
+]

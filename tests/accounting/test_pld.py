@@ -21,7 +21,7 @@ def test_pld_composition_never_worse_than_advanced(epsilon0, count, exponent):
     delta = 10.0**-exponent
     composed = PLDPair.from_profile(randomized_response_profile(epsilon0)).self_compose(count)
     assert composed.epsilon(delta) <= advanced_composition_epsilon(epsilon0, count, delta) + 1e-9
-    assert composed.epsilon(delta) <= count * epsilon0 + 1e-3  # basic composition (up to discretisation)
+    assert composed.epsilon(delta) <= count * epsilon0 + count * 1e-4 + 1e-9  # basic, up to one interval per run
 
 
 def exact_composed_rr_delta(epsilon0, count, epsilon):

@@ -12,20 +12,19 @@ of two independent ``NB(1, a)`` variables, and the sum over ``n`` users of
 
 from __future__ import annotations
 
-
 import numpy as np
 from scipy import stats
 
 from privsum._validation import check_probability, check_real
 
 __all__ = [
-    "sample_negative_binomial",
+    "discrete_laplace_pmf",
+    "discrete_laplace_variance",
     "negative_binomial_pmf",
     "negative_binomial_truncated",
     "negative_binomial_variance",
     "sample_discrete_laplace",
-    "discrete_laplace_pmf",
-    "discrete_laplace_variance",
+    "sample_negative_binomial",
 ]
 
 
@@ -40,7 +39,7 @@ def sample_negative_binomial(rng: np.random.Generator, shape: float, ratio: floa
 
     Examples:
         >>> draws = sample_negative_binomial(np.random.default_rng(0), 2.0, 0.5, 100_000)
-        >>> abs(draws.mean() - 2.0) < 0.05
+        >>> bool(abs(draws.mean() - 2.0) < 0.05)
         True
     """
     shape, ratio = _check(shape, ratio, "sample_negative_binomial")
@@ -60,7 +59,7 @@ def negative_binomial_truncated(shape: float, ratio: float, tail_mass: float) ->
 
     Examples:
         >>> pmf, tail = negative_binomial_truncated(1.0, 0.5, 1e-12)
-        >>> tail <= 1e-12 and abs(pmf.sum() + tail - 1.0) < 1e-12
+        >>> bool(tail <= 1e-12 and abs(pmf.sum() + tail - 1.0) < 1e-12)
         True
     """
     shape, ratio = _check(shape, ratio, "negative_binomial_truncated")

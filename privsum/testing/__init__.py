@@ -1,5 +1,6 @@
 """Testing tools shipped for extenders: statistical assertions and the protocol conformance base."""
 
+from privsum.testing.audit import AuditResult, audit_privacy, clopper_pearson
 from privsum.testing.conformance import ProtocolConformance
 from privsum.testing.stats import (
     FALSE_ALARM_RATE,
@@ -11,6 +12,9 @@ from privsum.testing.stats import (
 )
 
 __all__ = [
+    "AuditResult",
+    "audit_privacy",
+    "clopper_pearson",
     "FALSE_ALARM_RATE",
     "ProtocolConformance",
     "assert_matches_pmf",

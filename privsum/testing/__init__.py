@@ -12,14 +12,14 @@ from privsum.testing.stats import (
 )
 
 __all__ = [
-    "AuditResult",
-    "audit_privacy",
-    "clopper_pearson",
     "FALSE_ALARM_RATE",
+    "AuditResult",
     "ProtocolConformance",
     "assert_matches_pmf",
     "assert_mean",
     "assert_same_distribution",
     "assert_variance",
+    "audit_privacy",
+    "clopper_pearson",
     "two_sided_z",
 ]

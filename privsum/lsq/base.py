@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import abc
+from typing import Any
 
 import numpy as np
 
-__all__ = ["LSQFamily"]
+from privsum._validation import check_array, check_integer, invalid
+
+__all__ = ["LSQFamily", "Repetitions"]
+
+#: Which repetitions to evaluate: all (``None``), a slice, or an array of indices.
+Repetitions = slice | np.ndarray | list | None
 
 
 class LSQFamily(abc.ABC):
@@ -17,6 +23,9 @@ class LSQFamily(abc.ABC):
     ``seed``; nothing private is stored.
 
     Attributes expected on subclasses: ``dimension`` (d), ``n_repetitions`` (I), ``seed``.
+
+    ``f`` and ``g`` take an optional ``repetitions`` (a slice or index array) so that callers can
+    evaluate the ``I`` repetitions in chunks and bound memory at ``n * chunk * Q`` numbers.
     """
 
     dimension: int
@@ -41,16 +50,53 @@ class LSQFamily(abc.ABC):
     @property
     @abc.abstractmethod
     def bias(self) -> float:
-        """beta: the kernel approximation error of one draw's expectation."""
+        """beta: a bound on ``|kernel(x, y) - expected_product(x, y)|`` for all ``x, y``."""
 
     @abc.abstractmethod
-    def f(self, points: np.ndarray) -> np.ndarray:
+    def f(self, points: np.ndarray, *, repetitions: Repetitions = None) -> np.ndarray:
         """Data-side map: ``(n, d)`` points to ``(n, I, Q)`` coordinates in ``[-R, R]``."""
 
     @abc.abstractmethod
-    def g(self, points: np.ndarray) -> np.ndarray:
+    def g(self, points: np.ndarray, *, repetitions: Repetitions = None) -> np.ndarray:
         """Query-side map: ``(m, d)`` points to ``(m, I, Q)`` coordinates in ``[-R, R]``."""
 
     @abc.abstractmethod
     def kernel(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """The exact kernel ``k(x_a, y_b)`` as an ``(n, m)`` matrix."""
+
+    def expected_product(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """``E[f(x_a)^T g(y_b)]`` over the family's randomness, as an ``(n, m)`` matrix.
+
+        Equal to `kernel` when ``bias == 0``; families with a bias override it with the exact value.
+        """
+        return self.kernel(x, y)
+
+    # ----- helpers shared by subclasses -------------------------------------------------------
+
+    def check_points(self, points: Any, name: str = "points") -> np.ndarray:
+        """Validate ``(n, d)`` (or one ``(d,)`` point) finite inputs; return a float ``(n, d)`` array."""
+        owner = type(self).__name__
+        array = check_array(points, name, owner, ndim=(1, 2))
+        if array.ndim == 1:
+            array = array.reshape(1, -1)
+        if array.shape[1] != self.dimension:
+            raise invalid(name, owner, f"an array with {self.dimension} columns (the dimension)", f"shape {array.shape}")
+        return array.astype(float, copy=False)
+
+    def repetition_indices(self, repetitions: Repetitions) -> np.ndarray:
+        """The repetition indices selected by ``repetitions`` (all of them for ``None``)."""
+        owner = type(self).__name__
+        every = np.arange(self.n_repetitions)
+        if repetitions is None:
+            return every
+        if isinstance(repetitions, slice):
+            return every[repetitions]
+        indices = check_array(repetitions, "repetitions", owner, ndim=1, low=0, high=self.n_repetitions - 1, integer=True)
+        return indices.astype(np.int64)
+
+
+def check_common(family: LSQFamily, owner: str) -> None:
+    """Validate the attributes every family has: ``dimension``, ``n_repetitions``, ``seed``."""
+    check_integer(family.dimension, "dimension", owner, low=1)
+    check_integer(family.n_repetitions, "n_repetitions", owner, low=1)
+    check_integer(family.seed, "seed", owner, low=0, high=2**63 - 1)

@@ -41,7 +41,10 @@ def assert_mean(samples: np.ndarray, expected: float, *, variance: float | None 
                 f"mean {values.mean():.6g} differs from {expected:.6g} (t-test p={result.pvalue:.3g} < {alpha:g})"
             )
         return
-    z = (values.mean() - expected) / math.sqrt(variance / values.size) if variance > 0 else math.inf * (values.mean() != expected)
+    if variance > 0:
+        z = (values.mean() - expected) / math.sqrt(variance / values.size)
+    else:
+        z = 0.0 if values.mean() == expected else math.inf
     if not abs(z) <= two_sided_z(alpha):
         raise AssertionError(f"mean {values.mean():.6g} differs from {expected:.6g} (z={z:.3g}, alpha={alpha:g})")
 

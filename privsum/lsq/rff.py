@@ -1,0 +1,125 @@
+"""Random Fourier features: an exact LSQ family for the Gaussian kernel (seed 001 section 2)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from privsum._validation import check_real, invalid
+from privsum.lsq.base import LSQFamily, Repetitions, check_common
+from privsum.lsq.hadamard import FastJLT
+
+__all__ = ["RandomFourierFeatures", "apply_projection", "check_projection"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RandomFourierFeatures(LSQFamily):
+    """Random Fourier features for the Gaussian kernel ``k(x, y) = exp(-||x - y||^2 / h^2)``.
+
+    ``h`` is ``bandwidth``; ``h = 1`` is the paper's kernel ``exp(-||x - y||^2)`` (scikit-learn's
+    RBF ``gamma`` is ``1/h^2``; a "sigma" convention ``exp(-||x-y||^2/(2 sigma^2))`` has
+    ``h = sqrt(2) sigma``). Repetition ``i`` is ``f_i(x) = g_i(x) = sqrt(2) cos(sqrt(2) w_i^T x / h + b_i)``
+    with ``w_i ~ N(0, I_d)`` and ``b_i ~ U[0, 2 pi)`` drawn from ``seed``. Since
+    ``E[2 cos(u^T x + b) cos(u^T y + b)] = E[cos(u^T (x - y))] = exp(-||x - y||^2 / h^2)`` for
+    ``u ~ N(0, (2/h^2) I)``, the family is an exact ``(Q, R, S) = (1, sqrt 2, 1)`` LSQ family (``beta = 0``).
+
+    Args:
+        dimension: input dimension ``d``.
+        n_repetitions: ``I``, the number of independent draws ``(f_i, g_i)``.
+        bandwidth: ``h > 0``.
+        seed: public seed of the frequencies and phases.
+        projection: optional `FastJLT` applied first (for large ``d``; seed 001 Appendix A.2). The
+            family is then exact for the kernel of the *projected* points, which is what `kernel`
+            returns; it approximates the original kernel up to the JL distortion.
+
+    Utility:
+        One repetition's product ``f_i(x) g_i(y) = cos(u^T(x-y)) + cos(u^T(x+y) + 2 b_i)`` has mean
+        ``k`` and variance ``1 - k^2 + k^4/2 <= 1`` (``k = k(x, y)``); the mean over ``I`` repetitions
+        has variance ``(1 - k^2 + k^4/2)/I``.
+
+    References:
+        Rahimi & Recht, *Random features for large-scale kernel machines*, NeurIPS 2007;
+        Wagner et al., seed 001 Definition 2.1 and Theorem 3.3.
+
+    Examples:
+        >>> family = RandomFourierFeatures(dimension=2, n_repetitions=4000, seed=0)
+        >>> x, y = np.array([[0.0, 0.0]]), np.array([[0.5, 0.0]])
+        >>> round(float(family.kernel(x, y)[0, 0]), 4)
+        0.7788
+        >>> approx = (family.f(x) * family.g(y)).sum(axis=2).mean()
+        >>> bool(abs(approx - 0.7788) < 0.05)
+        True
+    """
+
+    dimension: int
+    n_repetitions: int
+    bandwidth: float = 1.0
+    seed: int = 0
+    projection: FastJLT | None = None
+    frequencies: np.ndarray = field(init=False, repr=False, compare=False)
+    phases: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        owner = type(self).__name__
+        check_common(self, owner)
+        object.__setattr__(self, "bandwidth", check_real(self.bandwidth, "bandwidth", owner, low=0.0, low_open=True))
+        working = check_projection(self.projection, self.dimension, owner)
+        rng = np.random.default_rng(self.seed)
+        gaussians = rng.standard_normal((self.n_repetitions, working))
+        object.__setattr__(self, "frequencies", gaussians * (math.sqrt(2.0) / self.bandwidth))
+        object.__setattr__(self, "phases", rng.uniform(0.0, 2.0 * math.pi, size=self.n_repetitions))
+
+    @property
+    def n_coordinates(self) -> int:
+        return 1
+
+    @property
+    def bound(self) -> float:
+        return math.sqrt(2.0)
+
+    @property
+    def sparsity(self) -> int:
+        return 1
+
+    @property
+    def bias(self) -> float:
+        return 0.0
+
+    def f(self, points: Any, *, repetitions: Repetitions = None) -> np.ndarray:
+        """``(n, d)`` points to ``(n, I, 1)`` features ``sqrt(2) cos(sqrt(2) w_i^T x / h + b_i)``."""
+        selected = self.repetition_indices(repetitions)
+        working = apply_projection(self.projection, self.check_points(points))
+        angles = working @ self.frequencies[selected].T + self.phases[selected]
+        return (math.sqrt(2.0) * np.cos(angles))[:, :, np.newaxis]
+
+    def g(self, points: Any, *, repetitions: Repetitions = None) -> np.ndarray:
+        """Same map as `f` (the family is symmetric)."""
+        return self.f(points, repetitions=repetitions)
+
+    def kernel(self, x: Any, y: Any) -> np.ndarray:
+        """``exp(-||P x_a - P y_b||^2 / h^2)`` (``P`` the projection, identity by default), ``(n, m)``."""
+        left = apply_projection(self.projection, self.check_points(x, "x"))
+        right = apply_projection(self.projection, self.check_points(y, "y"))
+        return np.exp(-_squared_distances(left, right) / self.bandwidth**2)
+
+
+def check_projection(projection: Any, dimension: int, owner: str) -> int:
+    """Validate an optional `FastJLT` for inputs of ``dimension``; return the working dimension."""
+    if projection is None:
+        return dimension
+    if not isinstance(projection, FastJLT) or projection.input_dimension != dimension:
+        raise invalid("projection", owner, f"None or a FastJLT with input_dimension {dimension}", projection)
+    return projection.output_dimension
+
+
+def apply_projection(projection: FastJLT | None, points: np.ndarray) -> np.ndarray:
+    """``points`` mapped by ``projection`` (unchanged when it is ``None``)."""
+    return points if projection is None else projection.transform(points)
+
+
+def _squared_distances(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    squared = (left**2).sum(axis=1)[:, None] + (right**2).sum(axis=1)[None, :] - 2.0 * left @ right.T
+    return np.maximum(squared, 0.0)

@@ -1,0 +1,99 @@
+"""Applications of released RACE sketches: classifier, anomaly score, regression surrogate."""
+
+import math
+
+import numpy as np
+import pytest
+
+from privsum.accounting import Neighbouring
+from privsum.exceptions import InvalidParameterError
+from privsum.lsq import L2LSH, SignedRandomProjection
+from privsum.sketches import RACE, RACEClassifier, RACELinearRegression, anomaly_score
+from privsum.testing import assert_mean
+
+RNG = np.random.default_rng(0)
+X = np.vstack([RNG.normal(-1.5, 1, size=(3000, 2)), RNG.normal(1.5, 1, size=(1000, 2))])
+Y = np.repeat(["a", "b"], [3000, 1000])
+FAMILY = L2LSH(dimension=2, n_repetitions=200, bucket_width=0.7, n_buckets=256, seed=1)
+
+
+def test_classifier_accuracy_and_event():
+    common = {"family": FAMILY, "classes": ["a", "b"], "epsilon": 1.0, "neighbouring": "replace-one", "sampler": "numpy"}
+    ml_model = RACEClassifier(rule="maximum_likelihood", random_state=0, **common).fit(X, Y)
+    balanced = np.vstack([RNG.normal(-1.5, 1, size=(500, 2)), RNG.normal(1.5, 1, size=(500, 2))])
+    assert np.mean(ml_model.predict(balanced) == np.repeat(["a", "b"], 500)) > 0.85
+    map_model = RACEClassifier(rule="map", random_state=0, **common).fit(X, Y)
+    like_training = np.vstack([RNG.normal(-1.5, 1, size=(750, 2)), RNG.normal(1.5, 1, size=(250, 2))])
+    assert np.mean(map_model.predict(like_training) == np.repeat(["a", "b"], [750, 250])) > 0.85
+    assert map_model.event_.guarantee.epsilon == 1.0 and map_model.event_.neighbouring == Neighbouring.REPLACE_ONE
+    assert all(s.noise_scale == 2 * FAMILY.n_repetitions for s in map_model.sketches_)
+    assert np.allclose(map_model.predict_proba(balanced).sum(axis=1), 1.0)
+
+
+def test_map_rule_uses_the_prior_and_ml_rule_does_not():
+    common = {"family": FAMILY, "classes": ["a", "b"], "epsilon": 5.0, "sampler": "numpy"}
+    map_model = RACEClassifier(rule="map", random_state=1, **common).fit(X, Y)
+    ml_model = RACEClassifier(rule="maximum_likelihood", random_state=1, **common).fit(X, Y)
+    ratio = map_model.decision_function(X[:5]) / ml_model.decision_function(X[:5])
+    counts = np.array([s.point_count for s in map_model.sketches_])
+    assert np.allclose(ratio, counts)  # MAP score = n_c * density_c
+    boundary = np.array([[0.0, 0.0]])  # the majority class wins ties under MAP
+    assert map_model.predict(boundary).tolist() == ["a"]
+
+
+def test_classifier_validation():
+    with pytest.raises(InvalidParameterError, match="'y'"):
+        RACEClassifier(family=FAMILY, classes=["a", "c"], epsilon=1.0, sampler="numpy").fit(X, Y)
+    with pytest.raises(InvalidParameterError, match="'classes'"):
+        RACEClassifier(family=FAMILY, classes=["a"], epsilon=1.0, sampler="numpy").fit(X, Y)
+    with pytest.raises(InvalidParameterError, match="'rule'"):
+        RACEClassifier(family=FAMILY, classes=["a", "b"], epsilon=1.0, rule="vote", sampler="numpy").fit(X, Y)
+    with pytest.raises(InvalidParameterError, match="'random_state'"):
+        RACEClassifier(family=FAMILY, classes=["a", "b"], epsilon=1.0, random_state=3).fit(X, Y)
+    with pytest.raises(InvalidParameterError, match="'X'"):
+        RACEClassifier(family=FAMILY, classes=["a", "b"], epsilon=1.0, sampler="numpy").fit(X[:, :1], Y)
+
+
+def test_anomaly_score_orders_inliers_before_outliers():
+    released = RACE(FAMILY).update(X).release(1.0, sampler="numpy", rng=2)
+    scores = anomaly_score(released, np.array([[-1.5, -1.5], [1.5, 1.5], [9.0, -9.0]]))
+    assert scores[2] > scores[1] > scores[0]
+    with pytest.raises(InvalidParameterError, match="'sketch'"):
+        anomaly_score(X, X)
+
+
+def regression_data(n=20_000):
+    rng = np.random.default_rng(3)
+    features = rng.uniform(-1, 1, size=(n, 1))
+    return features, 0.5 * features[:, 0] + 0.05 * rng.normal(size=n)
+
+
+def test_regression_surrogate_is_unbiased_and_minimal_at_zero_residual():
+    features, targets = regression_data(2000)
+    data = np.column_stack([features, targets])
+    family = SignedRandomProjection(dimension=2, n_repetitions=3000, n_bits=4, seed=2)
+    sketch = RACE(family).update(data)
+
+    def exact(slope):
+        query = np.array([[slope, -1.0]])
+        return float((family.kernel(data, query) + family.kernel(data, -query)).sum())
+
+    for slope in (0.0, 0.5, 1.0):
+        query = np.array([[slope, -1.0]])
+        rows = sketch.row_estimates(query)[0] + sketch.row_estimates(-query)[0]
+        assert_mean(rows, exact(slope))
+    assert exact(0.5) < min(exact(0.3), exact(0.7))
+
+
+def test_regression_fit_and_event():
+    features, targets = regression_data()
+    model = RACELinearRegression(n_rows=500, n_bits=4, epsilon=1.0, fit_intercept=False, seed=1, sampler="numpy", random_state=1)
+    model.fit(features, targets)
+    assert abs(model.coef_[0] - 0.5) < 0.25  # a rough estimate (see the Utility section)
+    assert model.event_.guarantee.epsilon == 1.0
+    assert model.predict(features[:3]).shape == (3,)
+    assert math.isfinite(model.surrogate_loss(model.coef_))
+    with pytest.raises(InvalidParameterError, match="'n_bits'"):
+        RACELinearRegression(n_bits=1, epsilon=1.0).fit(features, targets)
+    with pytest.raises(InvalidParameterError, match="'y'"):
+        RACELinearRegression(epsilon=1.0, sampler="numpy").fit(features, targets[:10])

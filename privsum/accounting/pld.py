@@ -8,7 +8,6 @@ upper bound on the true privacy loss.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,10 +42,29 @@ class PLDPair:
     def from_profile(cls, profile: PrivacyProfile, *, discretization: float = DEFAULT_DISCRETIZATION) -> PLDPair:
         """PLDs of the profile's (dominating) pair, pessimistically discretised."""
         pair = profile.dominating_pair
-        interval = check_real(discretization, "discretization", "PLDPair.from_profile", low=0.0, low_open=True)
-        forward = _one_direction(pair.p, pair.q, pair.p_tail, interval)
-        backward = _one_direction(pair.q, pair.p, pair.q_tail, interval)
-        return cls(forward, backward)
+        return cls.from_distributions(pair.p, pair.q, p_tail=pair.p_tail, q_tail=pair.q_tail, discretization=discretization)
+
+    @classmethod
+    def from_distributions(
+        cls,
+        p: np.ndarray,
+        q: np.ndarray,
+        *,
+        p_tail: float = 0.0,
+        q_tail: float = 0.0,
+        discretization: float = DEFAULT_DISCRETIZATION,
+    ) -> PLDPair:
+        """PLDs of a neighbouring pair given as probability arrays on a common support.
+
+        The caller vouches that ``(p, q)`` is a dominating pair; masses outside the support
+        (``p_tail``, ``q_tail``) count as infinite loss.
+        """
+        interval = check_real(discretization, "discretization", "PLDPair.from_distributions", low=0.0, low_open=True)
+        p = np.asarray(p, dtype=float).ravel()
+        q = np.asarray(q, dtype=float).ravel()
+        if p.shape != q.shape:
+            raise invalid("q", "PLDPair.from_distributions", f"an array of the same size as p ({p.size})", q.size)
+        return cls(_one_direction(p, q, p_tail, interval), _one_direction(q, p, q_tail, interval))
 
     @classmethod
     def from_guarantee(cls, guarantee: PrivacyGuarantee, *, discretization: float = DEFAULT_DISCRETIZATION) -> PLDPair:
@@ -83,11 +101,17 @@ class PLDPair:
 
 
 def _one_direction(upper: np.ndarray, lower: np.ndarray, upper_tail: float, interval: float) -> pld_lib.PrivacyLossDistribution:
-    """PLD of ``upper`` vs ``lower``; upper mass outside the support becomes infinite loss."""
-    log_upper = {index: math.log(mass) for index, mass in enumerate(upper) if mass > 0}
-    log_lower = {index: math.log(mass) for index, mass in enumerate(lower) if mass > 0}
-    if upper_tail > 0:
-        log_upper["tail"] = math.log(upper_tail)
-    return pld_lib.from_two_probability_mass_functions(
-        log_lower, log_upper, pessimistic_estimate=True, value_discretization_interval=interval, symmetric=False
+    """Pessimistic PLD of ``upper`` vs ``lower``, vectorised.
+
+    Losses are rounded up to multiples of ``interval``; upper mass where lower is zero, and the
+    upper mass outside the support (``upper_tail``), become infinite loss.
+    """
+    finite = (upper > 0) & (lower > 0)
+    infinite_mass = float(upper[(upper > 0) & (lower == 0)].sum()) + upper_tail
+    losses = np.log(upper[finite]) - np.log(lower[finite])
+    rounded, inverse = np.unique(np.ceil(losses / interval).astype(np.int64), return_inverse=True)
+    masses = np.bincount(inverse.ravel(), weights=upper[finite], minlength=rounded.size)
+    rounded_pmf = dict(zip(rounded.tolist(), masses.tolist(), strict=True))
+    return pld_lib.PrivacyLossDistribution.create_from_rounded_probability(
+        rounded_pmf, infinite_mass, interval, pessimistic_estimate=True
     )

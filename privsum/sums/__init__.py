@@ -1,0 +1,32 @@
+"""Real, integer and vector summation in the shuffle model.
+
+* `BlanketRealSum`: single-message real sum with the privacy blanket (BBGN19), analytic or tight.
+* `CorrelatedNoiseSum`: correlated-noise integer sum (GKMPS21), with a numerical privacy check.
+* `MultiMessageSum`: additive shares plus discrete Laplace noise (BBGN20), the low-message baseline.
+* `ShuffledVectorSum`: vector sum with ``t`` sampled coordinates (Scott, Cormode & Maple; seed 003).
+"""
+
+from privsum.sums.blanket import (
+    BlanketRealSum,
+    analytic_blanket_epsilon,
+    analytic_blanket_probability,
+    blanket_profile,
+    blanket_variance_bound,
+)
+from privsum.sums.correlated import CorrelatedNoiseSum, gkmps_parameters
+from privsum.sums.multi_message import MAX_MODULUS, MultiMessageSum, default_share_count
+from privsum.sums.vector import ShuffledVectorSum
+
+__all__ = [
+    "MAX_MODULUS",
+    "BlanketRealSum",
+    "CorrelatedNoiseSum",
+    "MultiMessageSum",
+    "ShuffledVectorSum",
+    "analytic_blanket_epsilon",
+    "analytic_blanket_probability",
+    "blanket_profile",
+    "blanket_variance_bound",
+    "default_share_count",
+    "gkmps_parameters",
+]

@@ -1,0 +1,155 @@
+"""Tests of the GKMPS21 correlated-noise integer sum. Statistical tests: false-alarm rate alpha = 1e-6, fixed seeds."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from privsum.exceptions import InvalidParameterError
+from privsum.shuffle.noise import discrete_laplace_variance
+from privsum.sums import CorrelatedNoiseSum, gkmps_parameters
+from privsum.sums.correlated import _triple
+from privsum.testing import ProtocolConformance, assert_matches_pmf, assert_mean, assert_same_distribution, assert_variance
+
+
+def _protocol(domain: int, *, n_users: int = 50, levels: int | None = None, epsilon: float = 1.0) -> CorrelatedNoiseSum:
+    return CorrelatedNoiseSum.from_privacy(epsilon=epsilon, delta=1e-6, n_users=n_users, domain=domain, levels=levels)
+
+
+class TestCorrelatedConformance(ProtocolConformance):
+    calibration_targets = (
+        {"epsilon": 1.0, "delta": 1e-6, "n_users": 100, "domain": 1, "calibration": "tight"},
+        {"epsilon": 1.0, "delta": 1e-6, "n_users": 100, "domain": 2, "calibration": "tight"},
+    )
+
+    def make_protocol(self) -> CorrelatedNoiseSum:
+        return _protocol(3, n_users=100, epsilon=4.0)
+
+    def make_input(self, rng: np.random.Generator) -> np.ndarray:
+        return rng.integers(0, 4, size=(100, 2))
+
+
+@pytest.mark.parametrize("path", ["fast", "faithful"])
+def test_summed_noise_is_discrete_laplace(path):
+    """The NB parameterisation: per-user NB(1/n) shares must sum to DLap(a) (variance 2a/(1-a)^2)."""
+    protocol = _protocol(1, n_users=50)
+    x = np.zeros((50, 1), dtype=int)
+    rng = np.random.default_rng(30)
+    noise = np.array([protocol.run(x, rng=rng, path=path)[0] for _ in range(4_000)])
+    expected = discrete_laplace_variance(protocol.central_ratio)
+    assert_mean(noise, 0.0, variance=expected)
+    assert_variance(noise, expected)
+
+
+def test_fast_and_faithful_views_agree_in_distribution():
+    protocol = _protocol(2, n_users=40, epsilon=4.0)
+    x = np.arange(40) % 3
+    rng = np.random.default_rng(31)
+    fast = [protocol.sample_view(x, rng=rng) for _ in range(1_500)]
+    faithful = [protocol.view(protocol.shuffle(protocol.randomize(x, rng=rng), rng=rng)) for _ in range(1_500)]
+    for column in range(len(protocol.alphabet)):
+        assert_same_distribution(np.array([v.counts[0, column] for v in fast]), np.array([v.counts[0, column] for v in faithful]))
+
+
+def test_expected_messages_per_user_matches_the_faithful_path():
+    protocol = _protocol(2, n_users=30, epsilon=4.0)
+    x = np.ones(30, dtype=int)  # every user sends its data message
+    rng = np.random.default_rng(32)
+    per_user = np.array([protocol.randomize(x, rng=rng).n_messages / 30 for _ in range(400)])
+    assert_mean(per_user, protocol.expected_messages_per_user)
+
+
+def test_count_view_follows_the_exact_distribution_used_for_verification():
+    """For D = 1 the view is (A + P, B + P); the verification's grid must be its law."""
+    protocol = _protocol(1, n_users=20, epsilon=2.0)
+    grid, k_b = protocol._central_block
+    rng = np.random.default_rng(33)
+    views = [protocol.sample_view(np.zeros(20, dtype=int), rng=rng).counts[0] for _ in range(20_000)]
+    minus, plus = np.array(views).T  # alphabet (-1, 1)
+    cells = (plus - minus + k_b) * grid.shape[1] + minus
+    assert_matches_pmf(cells, np.arange(grid.size), grid.ravel())
+
+
+@pytest.mark.parametrize("domain", [1, 2])
+def test_verified_delta_is_below_the_claimed_delta(domain):
+    """For D <= 2 the latent shift is a bijection of the count view, so this is the exact delta (pessimistic PLD)."""
+    protocol = _protocol(domain, n_users=10)
+    assert protocol.verify() <= protocol.delta
+    assert protocol.verified_epsilon(protocol.delta) <= protocol.epsilon
+    # without flooding the check must fail: the count of +1 and -1 messages would leak the data
+    weak = dataclasses.replace(protocol, pair_shape=1e-3) if domain == 1 else None
+    if weak is not None:
+        assert weak.verify() > protocol.delta
+
+
+@given(levels=st.integers(1, 12), data=st.data())
+def test_latent_shift_reproduces_the_change_of_one_value(levels, data):
+    protocol = CorrelatedNoiseSum(
+        n_users=2, domain=levels, levels=levels, epsilon=1.0, delta=1e-6, **gkmps_parameters(1.0, 1e-6, levels)
+    )
+    value = data.draw(st.integers(0, levels))
+    other = data.draw(st.integers(0, levels))
+    (plus, minus), triples = protocol.shift(value, other)
+    moved = np.zeros(2 * levels + 1, dtype=int)
+    moved[levels + 1] += plus
+    moved[levels - 1] += minus
+    for kind, amount in triples.items():
+        for message in _triple(kind):
+            moved[levels + message] += amount
+    expected = np.zeros(2 * levels + 1, dtype=int)
+    expected[levels + other] += 1
+    expected[levels + value] -= 1
+    expected[levels] = 0
+    moved[levels] = 0
+    np.testing.assert_array_equal(moved, expected)
+
+
+def test_random_rounding_is_unbiased_with_the_stated_variance():
+    protocol = _protocol(100, n_users=200, levels=4, epsilon=2.0)
+    rng = np.random.default_rng(34)
+    x = rng.integers(0, 101, size=200)
+    estimates = np.array([protocol.run(x, rng=rng)[0] for _ in range(3_000)])
+    variance = float(protocol.variance(x)[0])
+    assert_mean(estimates, x.sum(), variance=variance)
+    assert_variance(estimates, variance)
+    assert protocol.scale == 25.0
+
+
+def test_error_bound_holds():
+    protocol = _protocol(3, n_users=50, epsilon=2.0)
+    x = np.full(50, 3)
+    rng = np.random.default_rng(35)
+    errors = np.array([protocol.run(x, rng=rng)[0] - 150 for _ in range(2_000)])
+    assert np.all(np.abs(errors) <= protocol.error_bound(1e-10))
+
+
+def test_many_instances_are_independent_and_tagged():
+    protocol = _protocol(2, n_users=30, epsilon=4.0)
+    x = np.stack([np.zeros(30, dtype=int), np.full(30, 2)], axis=1)
+    messages = protocol.randomize(x, rng=36)
+    assert messages.n_instances == 2
+    estimates = protocol.analyze(messages)
+    assert estimates.shape == (2,)
+    assert protocol.bits_per_message(2) == 1 + protocol.bits_per_message()
+
+
+def test_validation_names_the_parameter():
+    protocol = _protocol(3, n_users=10)
+    with pytest.raises(InvalidParameterError, match="'x'"):
+        protocol.run(np.full(10, 4))
+    with pytest.raises(InvalidParameterError, match="'x'"):
+        protocol.run(np.full(10, 1.5))
+    with pytest.raises(InvalidParameterError, match="'levels'"):
+        CorrelatedNoiseSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=10, domain=3, levels=4)
+    with pytest.raises(InvalidParameterError, match="'levels'"):
+        CorrelatedNoiseSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=10, domain=9, calibration="tight")
+    with pytest.raises(InvalidParameterError, match="'triple_ratios'"):
+        dataclasses.replace(protocol, triple_ratios=(0.5,))
+    with pytest.raises(InvalidParameterError, match="'delta'"):
+        CorrelatedNoiseSum.from_privacy(epsilon=1.0, delta=0.0, n_users=10, domain=3)
+    clipped = dataclasses.replace(protocol, clip=True)
+    assert clipped.analyze(clipped.randomize(np.full(10, 7), rng=0)).shape == (1,)

@@ -1,0 +1,81 @@
+"""Tests of the BBGN20 multi-message sum. Statistical tests: false-alarm rate alpha = 1e-6, fixed seeds."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from privsum.exceptions import InvalidParameterError
+from privsum.shuffle import MessageBatch
+from privsum.shuffle.noise import discrete_laplace_pmf, discrete_laplace_variance
+from privsum.sums import MAX_MODULUS, MultiMessageSum
+from privsum.testing import ProtocolConformance, assert_matches_pmf, assert_mean, assert_same_distribution, assert_variance
+
+
+def _protocol(**changes) -> MultiMessageSum:
+    parameters = {"n_users": 50, "domain": 4, "noise_ratio": 0.6, "n_shares": 3, "modulus": 512, "share_security_bits": 20.0}
+    return MultiMessageSum(**{**parameters, **changes})
+
+
+class TestMultiMessageConformance(ProtocolConformance):
+    calibration_targets = ({"epsilon": 1.0, "delta": 1e-6, "n_users": 1_000, "domain": 4},)
+
+    def make_protocol(self) -> MultiMessageSum:
+        return _protocol()
+
+    def make_input(self, rng: np.random.Generator) -> np.ndarray:
+        return rng.integers(0, 5, size=(50, 2))
+
+
+@pytest.mark.parametrize("path", ["fast", "faithful"])
+def test_noise_is_discrete_laplace(path):
+    """Not the public code's ~zero noise: the error has the DLap law, mean 0 and variance 2a/(1-a)^2."""
+    protocol = _protocol()
+    rng = np.random.default_rng(40)
+    x = rng.integers(0, 5, size=50)
+    errors = np.array([protocol.run(x, rng=rng, path=path)[0] - x.sum() for _ in range(4_000)]).astype(int)
+    assert_mean(errors, 0.0, variance=protocol.variance())
+    assert_variance(errors, discrete_laplace_variance(0.6))
+    support = np.arange(-80, 81)
+    assert_matches_pmf(errors, support, discrete_laplace_pmf(support, 0.6))
+
+
+def test_fast_and_faithful_agree_and_shares_look_uniform():
+    protocol = _protocol(modulus=256)
+    x = np.arange(50) % 5
+    rng = np.random.default_rng(41)
+    fast = np.array([protocol.sample_view(x, rng=rng).counts[0, :8].sum() for _ in range(2_000)])
+    faithful = np.array(
+        [protocol.view(protocol.shuffle(protocol.randomize(x, rng=rng), rng=rng)).counts[0, :8].sum() for _ in range(2_000)]
+    )
+    assert_same_distribution(fast, faithful)
+    assert_mean(fast, 150 * 8 / 256, variance=150 * (8 / 256) * (1 - 8 / 256))
+
+
+def test_guarantee_states_its_parts():
+    protocol = MultiMessageSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=1_000, domain=8)
+    assert math.isclose(protocol.epsilon, 1.0)
+    assert protocol.guarantee.delta <= 1e-6 * (1 + 1e-9)
+    assert protocol.modulus >= 1_000 * 8
+    assert protocol.expected_messages_per_user == protocol.n_shares
+    assert protocol.bits_per_message() == math.ceil(math.log2(protocol.modulus))
+
+
+def test_validation_names_the_parameter():
+    protocol = _protocol()
+    with pytest.raises(InvalidParameterError, match="'x'"):
+        protocol.run(np.full(50, 5))
+    with pytest.raises(InvalidParameterError, match="'modulus'"):
+        _protocol(modulus=100)
+    with pytest.raises(InvalidParameterError, match="'modulus'"):
+        _protocol(modulus=MAX_MODULUS * 2)
+    with pytest.raises(InvalidParameterError, match="'n_shares'"):
+        _protocol(n_shares=1)
+    with pytest.raises(InvalidParameterError, match="'view'"):
+        protocol.analyze(MessageBatch(np.zeros(1, dtype=int), np.array([600]), n_instances=1))
+    with pytest.raises(InvalidParameterError, match="'n_users'"):
+        MultiMessageSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=10**6, domain=1024)
+    with pytest.raises(InvalidParameterError, match="'calibration'"):
+        MultiMessageSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=100, calibration="tight")

@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import abc
+import warnings
 from typing import Any
 
 import numpy as np
 
-from privsum._validation import check_array
+from privsum._validation import check_array, check_choice, check_integer, invalid
+from privsum.accounting.events import PrivacyEvent
+from privsum.exceptions import PrivacyLeakWarning
+from privsum.shuffle.histogram import MessageHistogram
+from privsum.shuffle.messages import MessageBatch
 from privsum.shuffle.protocol import ShuffleProtocol
 
-__all__ = ["BitSumProtocol"]
+__all__ = ["CALIBRATIONS", "BitSumProtocol"]
+
+CALIBRATIONS = ("tight", "analytic")
 
 
 class BitSumProtocol(ShuffleProtocol):
@@ -24,6 +31,13 @@ class BitSumProtocol(ShuffleProtocol):
         `event` is the guarantee of **one instance** for one user's bit under replace-one
         neighbours (unless a subclass states otherwise). A user taking part in ``m`` instances
         is accounted by composing the event ``m`` times.
+
+        The guarantee assumes at least ``n_users`` users take part. With fewer, shuffled
+        protocols hide each user among fewer others (or among less noise): `randomize` and
+        `sample_view` then warn with `PrivacyLeakWarning`, and `event_for_participants` reports
+        what is actually achieved. More users than ``n_users`` never weakens the guarantee: the
+        extra users' messages are independent of the target's bit given their own inputs, so
+        the view is a post-processing of the calibrated one.
     """
 
     n_users: int
@@ -37,6 +51,68 @@ class BitSumProtocol(ShuffleProtocol):
         return np.sqrt(self.variance(true_sum))
 
     def check_bits(self, bits: Any) -> np.ndarray:
-        """Validate bits and return them as an int array of shape ``(n_users, n_instances)``."""
+        """Validate bits and return them as an integer array of shape ``(n_users, n_instances)``."""
         array = check_array(bits, "bits", type(self).__name__, ndim=(1, 2), low=0, high=1, integer=True)
-        return array.reshape(array.shape[0], -1)
+        if array.shape[0] == 0 or array.size == 0:
+            raise invalid(
+                "bits", type(self).__name__, "a non-empty array (at least one user and one instance)", f"shape {array.shape}"
+            )
+        return array.reshape(array.shape[0], -1)  # integer dtype kept (int8 inputs stay small)
+
+    def event_for_participants(self, n_participants: int) -> PrivacyEvent:
+        """The guarantee actually achieved when ``n_participants`` users take part.
+
+        At least ``n_users`` participants: `event` (more users never hurt). Fewer: recomputed
+        by the subclass for the smaller crowd (the same parameters, less hiding).
+        """
+        n_participants = check_integer(n_participants, "n_participants", type(self).__name__, low=1)
+        if n_participants >= self.n_users:
+            return self.event
+        return self._event_for_fewer(n_participants)
+
+    def _event_for_fewer(self, n_participants: int) -> PrivacyEvent:
+        """The event for fewer participants than calibrated; local and central protocols do not depend on it."""
+        return self.event
+
+    @property
+    def depends_on_participants(self) -> bool:
+        """Whether the guarantee weakens when fewer than ``n_users`` users take part."""
+        return True
+
+    def warn_if_fewer(self, n_seen: int) -> None:
+        """Warn with `PrivacyLeakWarning` when fewer users take part than the calibration assumed."""
+        if self.depends_on_participants and n_seen < self.n_users:
+            warnings.warn(
+                f"{type(self).__name__} was calibrated for n_users={self.n_users} but {n_seen} users took part; "
+                f"the guarantee is weaker: see event_for_participants({n_seen}).",
+                PrivacyLeakWarning,
+                stacklevel=3,
+            )
+
+
+def instance_ids(n_users: int, n_instances: int) -> np.ndarray:
+    """Instance id of each entry of a ``(n_users, n_instances)`` array, flattened in C order."""
+    return np.tile(np.arange(n_instances, dtype=np.int64), n_users)
+
+
+def signed_messages(plus: np.ndarray, minus: np.ndarray) -> MessageBatch:
+    """Materialise ``plus[u, j]`` messages ``+1`` and ``minus[u, j]`` messages ``-1`` per user and instance.
+
+    Messages are listed user by user (they are shuffled afterwards).
+    """
+    n_users, n_instances = plus.shape
+    ids = instance_ids(n_users, n_instances)
+    per_entry = np.stack([plus.ravel(), minus.ravel()], axis=1)  # (entries, 2)
+    instances = np.repeat(np.repeat(ids, 2), per_entry.ravel())
+    values = np.repeat(np.tile(np.array([1, -1], dtype=np.int64), ids.size), per_entry.ravel())
+    return MessageBatch(instances, values, n_instances)
+
+
+def signed_histogram(plus: np.ndarray, minus: np.ndarray) -> MessageHistogram:
+    """The view ``(#(-1), #(+1))`` per instance from count vectors."""
+    return MessageHistogram(np.stack([minus, plus], axis=1).astype(np.int64), (-1, 1))
+
+
+def check_calibration(calibration: Any, owner: str) -> str:
+    """Validate the calibration method name."""
+    return check_choice(calibration, "calibration", owner, CALIBRATIONS)

@@ -1,0 +1,365 @@
+"""Central-DP and non-private bit-sum baselines (seed 000 section 4.1, SPEC section 2.4).
+
+These are not shuffle protocols: users hand their bits to a trusted curator, which releases each
+instance's count plus noise. They implement the same interface so that experiments can swap
+them in. `randomize` returns the curator's *internal* state as messages: every user's bit (value
+``0`` or ``1``) and the curator's noise ``Z`` as ``|Z|`` messages of value ``sign(Z)``;
+`analyze` outputs ``#(1) - #(-1) = S + Z``. Only that output is private: the messages themselves
+are what the trusted curator sees.
+
+The noise is OpenDP's exact discrete Laplace or discrete Gaussian sampler by default
+(``noise_source="opendp"``, cryptographically secure, not reproducible from ``rng``); with
+``noise_source="numpy"`` the same distributions are sampled from ``rng`` (reproducible
+simulations; numpy's generator is not cryptographically secure).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from privsum._random import RNGLike, as_generator
+from privsum._validation import check_choice, check_delta, check_epsilon, check_integer, check_real, invalid
+from privsum.accounting.calibration import calibrate
+from privsum.accounting.events import GuaranteeEvent, PrivacyEvent
+from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
+from privsum.bitsum.base import BitSumProtocol, check_calibration, instance_ids
+from privsum.shuffle.histogram import MessageHistogram
+from privsum.shuffle.messages import MessageBatch
+from privsum.shuffle.noise import discrete_laplace_variance, sample_discrete_laplace
+
+__all__ = ["NOISE_SOURCES", "CentralGaussianBitSum", "CentralLaplaceBitSum", "ExactBitSum"]
+
+NOISE_SOURCES = ("opendp", "numpy")
+
+
+def _opendp():
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    return dp
+
+
+class _Curated(BitSumProtocol):
+    """Shared mechanics of the central baselines: bits to a curator, noise on each instance's count."""
+
+    n_users: int
+    noise_source: str
+
+    @property
+    def alphabet(self) -> tuple[int, ...]:
+        return (-1, 0, 1)
+
+    @property
+    def expected_messages_per_user(self) -> float:
+        """One message: the user's bit, sent to the curator."""
+        return 1.0
+
+    def bits_per_message(self, n_instances: int = 1) -> int:
+        """Instance tag plus the one bit a user sends (the curator's noise is internal)."""
+        n_instances = check_integer(n_instances, "n_instances", type(self).__name__, low=1)
+        return (math.ceil(math.log2(n_instances)) if n_instances > 1 else 0) + 1
+
+    @property
+    def depends_on_participants(self) -> bool:
+        return False
+
+    def _check_source(self) -> None:
+        object.__setattr__(
+            self, "noise_source", check_choice(self.noise_source, "noise_source", type(self).__name__, NOISE_SOURCES)
+        )
+
+    def noise(self, sums: np.ndarray, generator: np.random.Generator) -> np.ndarray:
+        """The curator's noise for each instance."""
+        raise NotImplementedError
+
+    def randomize(self, x: Any, *, rng: RNGLike = None) -> MessageBatch:
+        bits = self.check_bits(x)
+        generator = as_generator(rng, type(self).__name__)
+        n_instances = bits.shape[1]
+        noise = self.noise(bits.sum(axis=0), generator)
+        noise_instances = np.repeat(np.arange(n_instances, dtype=np.int64), np.abs(noise))
+        noise_values = np.repeat(np.sign(noise).astype(np.int64), np.abs(noise))
+        instances = np.concatenate([instance_ids(*bits.shape), noise_instances])
+        values = np.concatenate([bits.ravel(), noise_values])
+        return MessageBatch(instances, values, n_instances)
+
+    def sample_view(self, x: Any, *, rng: RNGLike = None) -> MessageHistogram:
+        """The same histogram as the faithful path, from the counts directly."""
+        bits = self.check_bits(x)
+        generator = as_generator(rng, type(self).__name__)
+        ones = bits.sum(axis=0)
+        noise = self.noise(ones, generator)
+        counts = np.stack([np.maximum(-noise, 0), bits.shape[0] - ones, ones + np.maximum(noise, 0)], axis=1)
+        return MessageHistogram(counts, self.alphabet)
+
+    def analyze(self, view: MessageHistogram | MessageBatch) -> np.ndarray:
+        """The released count ``S + Z`` (unbiased)."""
+        histogram = self.view(view)
+        return (histogram.count(1) - histogram.count(-1)).astype(float)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CentralLaplaceBitSum(_Curated):
+    """Central discrete Laplace mechanism on each instance's count (OpenDP ``make_laplace``).
+
+    Args:
+        n_users: users (the guarantee does not depend on it).
+        scale: noise scale ``b > 0``: pmf ``proportional to exp(-|z|/b)``, i.e. ``DLap(e^{-1/b})``.
+        noise_source: ``"opendp"`` (exact, secure) or ``"numpy"`` (reproducible from ``rng``).
+
+    Privacy:
+        Pure ``1/b``-DP per instance as certified by OpenDP's privacy map (sensitivity 1 of a bit
+        count under replace-one). Trusted curator: the users' bits are not protected from it.
+
+    Utility:
+        Unbiased; variance ``2a/(1-a)^2`` with ``a = e^{-1/b}``.
+
+    Examples:
+        >>> protocol = CentralLaplaceBitSum.from_privacy(epsilon=1.0, n_users=100, noise_source="numpy")
+        >>> protocol.guarantee.epsilon
+        1.0
+    """
+
+    n_users: int
+    scale: float
+    noise_source: str = "opendp"
+
+    def __post_init__(self) -> None:
+        owner = type(self).__name__
+        object.__setattr__(self, "n_users", check_integer(self.n_users, "n_users", owner, low=1))
+        object.__setattr__(self, "scale", check_real(self.scale, "scale", owner, low=0.0, low_open=True))
+        self._check_source()
+
+    @classmethod
+    def from_privacy(
+        cls, *, epsilon: float, n_users: int, delta: float = 0.0, calibration: str = "tight", noise_source: str = "opendp"
+    ) -> CentralLaplaceBitSum:
+        """``scale = 1/epsilon`` (both calibrations: the map is exact).
+
+        Args:
+            epsilon: target pure epsilon per instance.
+            n_users: users.
+            delta: accepted for a uniform interface (the guarantee is pure).
+            calibration: ``"tight"`` or ``"analytic"`` (identical here).
+            noise_source: ``"opendp"`` or ``"numpy"``.
+        """
+        owner = cls.__name__
+        epsilon = check_epsilon(epsilon, owner)
+        check_delta(delta, owner)
+        check_calibration(calibration, owner)
+        return cls(n_users=n_users, scale=1.0 / epsilon, noise_source=noise_source)
+
+    @functools.cached_property
+    def measurement(self) -> Any:
+        """The OpenDP measurement on one instance's integer count."""
+        dp = _opendp()
+        return dp.m.make_laplace(dp.atom_domain(T=int), dp.absolute_distance(T=int), scale=self.scale)
+
+    @functools.cached_property
+    def event(self) -> PrivacyEvent:
+        """Pure epsilon from OpenDP's privacy map at sensitivity 1, replace-one."""
+        return GuaranteeEvent(PrivacyGuarantee(float(self.measurement.map(1)), 0.0, Neighbouring.REPLACE_ONE))
+
+    @property
+    def noise_ratio(self) -> float:
+        """``a = e^{-1/scale}``."""
+        return math.exp(-1.0 / self.scale)
+
+    def variance(self, true_sum: Any = None) -> float:
+        return discrete_laplace_variance(self.noise_ratio)
+
+    def noise(self, sums: np.ndarray, generator: np.random.Generator) -> np.ndarray:
+        if self.noise_source == "numpy":
+            return sample_discrete_laplace(generator, self.noise_ratio, sums.shape)
+        dp = _opendp()
+        vector = dp.m.make_laplace(dp.vector_domain(dp.atom_domain(T=int)), dp.l1_distance(T=int), scale=self.scale)
+        return np.asarray(vector(sums.astype(int).tolist()), dtype=np.int64) - sums
+
+
+@dataclass(frozen=True, kw_only=True)
+class CentralGaussianBitSum(_Curated):
+    """Central discrete Gaussian mechanism on each instance's count (OpenDP ``make_gaussian``).
+
+    Args:
+        n_users: users (the guarantee does not depend on it).
+        scale: ``sigma > 0`` of the discrete Gaussian (pmf ``proportional to exp(-z^2/(2 sigma^2))``).
+        delta: the delta at which the headline epsilon is reported, in ``(0, 1)``.
+        noise_source: ``"opendp"`` (exact, secure) or ``"numpy"`` (reproducible from ``rng``).
+
+    Privacy:
+        ``rho = 1/(2 sigma^2)``-zCDP per instance (OpenDP's map, sensitivity 1 under replace-one),
+        converted to ``(epsilon, delta)`` by OpenDP's zCDP-to-approximate-DP curve. Trusted curator.
+        With ``I`` instances per user, SPEC section 2.4 uses ``sigma = sqrt(2 log(1.25/delta) I)/epsilon``
+        on the count (the classical mechanism on the ``I``-vector); build that with
+        ``scale=...`` directly.
+
+    Utility:
+        Unbiased; variance is the discrete Gaussian's (slightly below ``sigma^2``), computed exactly.
+
+    Examples:
+        >>> protocol = CentralGaussianBitSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=100, noise_source="numpy")
+        >>> bool(protocol.guarantee.epsilon <= 1.0 and protocol.scale < 5.0)
+        True
+    """
+
+    n_users: int
+    scale: float
+    delta: float
+    noise_source: str = "opendp"
+
+    def __post_init__(self) -> None:
+        owner = type(self).__name__
+        object.__setattr__(self, "n_users", check_integer(self.n_users, "n_users", owner, low=1))
+        object.__setattr__(self, "scale", check_real(self.scale, "scale", owner, low=0.0, low_open=True))
+        object.__setattr__(self, "delta", check_delta(self.delta, owner, allow_zero=False))
+        self._check_source()
+
+    @classmethod
+    def from_privacy(
+        cls, *, epsilon: float, delta: float, n_users: int, calibration: str = "tight", noise_source: str = "opendp"
+    ) -> CentralGaussianBitSum:
+        """The least ``sigma`` meeting (epsilon, delta) per instance.
+
+        Args:
+            epsilon: target epsilon.
+            delta: target delta in ``(0, 1)``.
+            n_users: users.
+            calibration: ``"analytic"``: the classical ``sigma = sqrt(2 log(1.25/delta))/epsilon``
+                (valid for ``epsilon < 1`` only); ``"tight"``: bisection on ``sigma`` against
+                OpenDP's zCDP-to-(epsilon, delta) curve.
+            noise_source: ``"opendp"`` or ``"numpy"``.
+
+        Raises:
+            InvalidParameterError: out-of-range parameters, or ``"analytic"`` with ``epsilon >= 1``.
+        """
+        owner = cls.__name__
+        epsilon = check_epsilon(epsilon, owner)
+        delta = check_delta(delta, owner, allow_zero=False)
+        calibration = check_calibration(calibration, owner)
+        if calibration == "analytic":
+            if not epsilon < 1.0:
+                raise invalid("epsilon", owner, "below 1 for the classical Gaussian mechanism (use calibration='tight')", epsilon)
+            sigma = math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
+        else:
+            upper = 2.0 * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon + 1.0
+            sigma = calibrate(
+                lambda s: _gaussian_delta(s, epsilon),
+                target_delta=delta,
+                lower=upper / 100.0,
+                upper=upper,
+                more_private="increasing",
+                tolerance=1e-7,
+            )
+        protocol = cls(n_users=n_users, scale=sigma, delta=delta, noise_source=noise_source)
+        if not protocol.guarantee.epsilon <= epsilon * (1 + 1e-9):
+            raise invalid(
+                "epsilon", owner, f"met by the {calibration} sigma (OpenDP certifies {protocol.guarantee.epsilon:.6g})", epsilon
+            )
+        return protocol
+
+    @functools.cached_property
+    def event(self) -> PrivacyEvent:
+        """``(epsilon(delta), delta)`` from OpenDP's zCDP curve, replace-one."""
+        return GuaranteeEvent(PrivacyGuarantee(float(_gaussian_curve(self.scale).epsilon(self.delta)), self.delta))
+
+    def variance(self, true_sum: Any = None) -> float:
+        """Exact variance of the discrete Gaussian with parameter ``sigma``."""
+        reach = math.ceil(40.0 * self.scale) + 2
+        support = np.arange(-reach, reach + 1, dtype=float)
+        weights = np.exp(-(support**2) / (2.0 * self.scale**2))
+        return float((weights * support**2).sum() / weights.sum())
+
+    def noise(self, sums: np.ndarray, generator: np.random.Generator) -> np.ndarray:
+        if self.noise_source == "numpy":
+            return _sample_discrete_gaussian(generator, self.scale, sums.shape)
+        dp = _opendp()
+        vector = dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T=int)), dp.l2_distance(T=int), scale=self.scale)
+        return np.asarray(vector(sums.astype(int).tolist()), dtype=np.int64) - sums
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExactBitSum(_Curated):
+    """The exact, non-private sum (a utility upper bound for experiments).
+
+    Args:
+        n_users: users.
+
+    Privacy:
+        None: the event has infinite epsilon.
+
+    Examples:
+        >>> ExactBitSum(n_users=3).run(np.array([[1], [0], [1]]), rng=0).tolist()
+        [2.0]
+    """
+
+    n_users: int
+    noise_source: str = "numpy"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "n_users", check_integer(self.n_users, "n_users", type(self).__name__, low=1))
+        self._check_source()
+
+    @classmethod
+    def from_privacy(
+        cls, *, n_users: int, epsilon: float = math.inf, delta: float = 0.0, calibration: str = "tight"
+    ) -> ExactBitSum:
+        """Only ``epsilon = inf`` (no privacy) is accepted.
+
+        Args:
+            n_users: users.
+            epsilon: must be ``math.inf``.
+            delta: ignored beyond validation.
+            calibration: ignored beyond validation.
+        """
+        owner = cls.__name__
+        if not (isinstance(epsilon, (int, float)) and epsilon == math.inf):
+            raise invalid("epsilon", owner, "inf (the exact sum gives no privacy)", epsilon)
+        check_delta(delta, owner)
+        check_calibration(calibration, owner)
+        return cls(n_users=n_users)
+
+    @property
+    def event(self) -> PrivacyEvent:
+        """No privacy: infinite epsilon."""
+        return GuaranteeEvent(PrivacyGuarantee(math.inf, 0.0))
+
+    def variance(self, true_sum: Any = None) -> float:
+        return 0.0
+
+    def noise(self, sums: np.ndarray, generator: np.random.Generator) -> np.ndarray:
+        return np.zeros_like(sums)
+
+
+def _gaussian_delta(sigma: float, epsilon: float) -> float:
+    """OpenDP's delta at ``epsilon``; 1 where its arithmetic overflows (far too little noise)."""
+    try:
+        return float(_gaussian_curve(sigma).delta(epsilon))
+    except Exception:  # OpenDPException on overflow: treat as no guarantee
+        return 1.0
+
+
+@functools.lru_cache(maxsize=256)
+def _gaussian_curve(sigma: float) -> Any:
+    dp = _opendp()
+    measurement = dp.c.make_zCDP_to_approxDP(dp.m.make_gaussian(dp.atom_domain(T=int), dp.absolute_distance(T=int), scale=sigma))
+    return measurement.map(1)
+
+
+def _sample_discrete_gaussian(generator: np.random.Generator, sigma: float, size: tuple[int, ...]) -> np.ndarray:
+    """Canonne, Kamath & Steinke (2020) rejection sampler from discrete Laplace proposals, vectorised."""
+    sigma = check_real(sigma, "sigma", "_sample_discrete_gaussian", low=0.0, low_open=True)
+    t = math.floor(sigma) + 1
+    out = np.empty(size, dtype=np.int64).ravel()
+    pending = np.arange(out.size)
+    while pending.size:
+        proposal = sample_discrete_laplace(generator, math.exp(-1.0 / t), pending.size)
+        accept_probability = np.exp(-((np.abs(proposal) - sigma**2 / t) ** 2) / (2.0 * sigma**2))
+        accepted = generator.random(pending.size) < accept_probability
+        out[pending[accepted]] = proposal[accepted]
+        pending = pending[~accepted]
+    return out.reshape(size)

@@ -1,0 +1,402 @@
+"""Exact privacy of the bit-sum protocols' analyzer views (SPEC sections 1.4 and 2).
+
+Every function here computes a privacy profile or a pure-DP bound from the exact distribution
+of what the analyzer sees, so that "tight" calibrations can be checked by calling them.
+Truncated tails are always counted as infinite privacy loss, so every profile is an upper bound.
+
+* Shuffled randomized response: the view is the count ``C`` of ones among ``n`` reports. The
+  adversary knows the other ``n - 1`` bits, ``k`` of them ones:
+  ``C = Bin(k, 1-q) + Bin(n-1-k, q) + Bern(q)`` (target bit 0) versus ``+ Bern(1-q)`` (bit 1).
+  `rr_profile` is the pair for one ``k``; `rr_worst_case_delta` takes the maximum over *every*
+  ``k`` (both directions) in ``O(n * width)`` time.
+* Signed-count protocols (3NB, Pure): the view is the pair of counts ``(#(+1), #(-1))``;
+  `signed_count_profile` builds the exact two-dimensional pair for 3NB and `pure_epsilon_bound`
+  / `pure_epsilon_on_grid` give the pure-DP privacy loss of the drop-based pure protocol.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import signal, stats
+
+from privsum._validation import check_integer, check_probability, check_real, invalid
+from privsum.accounting.guarantee import Neighbouring
+from privsum.accounting.profile import PrivacyProfile
+
+__all__ = [
+    "pure_epsilon_bound",
+    "pure_epsilon_on_grid",
+    "rr_profile",
+    "rr_worst_case_delta",
+    "signed_count_profile",
+    "signed_count_profile_grid",
+]
+
+# Standard deviations of the others' contribution kept on the grid by rr_worst_case_delta.
+_RR_GRID_WIDTH = 40.0
+# The recursion over k is re-anchored on an exactly computed pmf this often.
+_RR_REANCHOR_EVERY = 128
+# Probabilities below this are set to zero (their total is counted in the measured lost mass).
+_NEGLIGIBLE = 1e-250
+
+
+def _flip_probability(value: float, owner: str) -> float:
+    return check_real(value, "flip_probability", owner, low=0.0, high=0.5, low_open=True, high_open=True)
+
+
+def _count_pair(base: np.ndarray, flip: float) -> tuple[np.ndarray, np.ndarray]:
+    """``base + Bern(flip)`` and ``base + Bern(1 - flip)`` on the grid of ``base`` plus one point."""
+    padded = np.concatenate([base, [0.0]])
+    shifted = np.concatenate([[0.0], base])
+    return (1.0 - flip) * padded + flip * shifted, flip * padded + (1.0 - flip) * shifted
+
+
+def rr_profile(n_users: int, flip_probability: float, ones_among_others: int = 0, *, tail_mass: float = 1e-18) -> PrivacyProfile:
+    """Exact profile of shuffled binary RR for one configuration of the other users' bits.
+
+    Args:
+        n_users: users taking part (the target and ``n_users - 1`` others).
+        flip_probability: each report is the bit XOR ``Bern(flip_probability)``, in ``(0, 0.5)``.
+        ones_among_others: ``k``, the number of ones among the other users' bits.
+        tail_mass: mass of the others' count dropped in each tail (counted as infinite loss).
+
+    Privacy:
+        ``P`` is the count when the target holds 0, ``Q`` when it holds 1; replace-one.
+
+    Examples:
+        >>> profile = rr_profile(1000, 0.05)
+        >>> bool(profile.delta(1.0) < 1e-3)
+        True
+    """
+    owner = "rr_profile"
+    n_users = check_integer(n_users, "n_users", owner, low=1)
+    flip = _flip_probability(flip_probability, owner)
+    k = check_integer(ones_among_others, "ones_among_others", owner, low=0, high=n_users - 1)
+    tail_mass = check_real(tail_mass, "tail_mass", owner, low=0.0, high=1e-3, low_open=True)
+    base, offset, dropped = _others_count_pmf(n_users - 1 - k, k, flip, tail_mass)
+    del offset  # the profile is shift invariant
+    p, q = _count_pair(base, flip)
+    return PrivacyProfile(p, q, neighbouring=Neighbouring.REPLACE_ONE, p_tail=min(1.0, dropped), q_tail=min(1.0, dropped))
+
+
+def _others_count_pmf(zeros: int, ones: int, flip: float, tail_mass: float) -> tuple[np.ndarray, int, float]:
+    """pmf of ``Bin(zeros, flip) - Bin(ones, flip)`` (the others' count up to the constant ``ones``).
+
+    Returns the pmf on ``offset, offset + 1, ...``, the offset, and an upper bound on the dropped mass.
+    """
+    up = stats.binom(zeros, flip)
+    down = stats.binom(ones, flip)
+    up_high = int(up.isf(tail_mass / 2)) + 1 if zeros else 0
+    down_high = int(down.isf(tail_mass / 2)) + 1 if ones else 0
+    up_pmf = up.pmf(np.arange(up_high + 1))
+    down_pmf = down.pmf(np.arange(down_high + 1))
+    dropped = (float(up.sf(up_high)) if zeros else 0.0) + (float(down.sf(down_high)) if ones else 0.0)
+    return np.convolve(up_pmf, down_pmf[::-1]), -down_high, dropped
+
+
+def rr_worst_case_delta(
+    n_users: int, flip_probability: float, epsilons: float | np.ndarray, *, return_worst_k: bool = False
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    """Maximum over every configuration of the others' bits of the exact delta of shuffled RR.
+
+    For each ``k = 0, ..., n-1`` (ones among the others) the pmf of the others' count is
+    obtained from the previous one by removing one ``+Bern(q)`` (a stable recursive
+    deconvolution, since ``q < 1/2``) and adding one ``-Bern(q)``; every
+    ``_RR_REANCHOR_EVERY`` steps it is recomputed exactly. By the symmetry ``k <-> n-1-k``
+    (which reflects the count and swaps the two directions), ``k <= (n-1)/2`` with both
+    directions covers every neighbouring pair. The grid keeps ``40`` standard deviations of the
+    others' count on each side; the mass it loses (measured) is added to delta.
+
+    Args:
+        n_users: users taking part.
+        flip_probability: the RR flip probability in ``(0, 0.5)``.
+        epsilons: one or more epsilon values ``>= 0``.
+        return_worst_k: also return, for each epsilon, the ``k`` (or ``n-1-k``) attaining the maximum.
+
+    Returns:
+        ``max_k delta_k(epsilon)`` for each epsilon (exact up to floating point), and the
+        maximising ``k <= (n-1)/2`` if asked.
+
+    Examples:
+        >>> worst = rr_worst_case_delta(200, 0.1, [0.5, 1.0])
+        >>> bool(worst[0] > worst[1] > 0)
+        True
+    """
+    owner = "rr_worst_case_delta"
+    n_users = check_integer(n_users, "n_users", owner, low=1)
+    flip = _flip_probability(flip_probability, owner)
+    eps = np.atleast_1d(np.asarray(epsilons, dtype=float))
+    if not (eps.ndim == 1 and np.all(np.isfinite(eps)) and np.all(eps >= 0)):
+        raise invalid("epsilons", owner, "finite values >= 0", epsilons)
+    others = n_users - 1
+    if others == 0:
+        p, q = _count_pair(np.array([1.0]), flip)
+        single = _hockey_stick_both(p[None, :], q[None, :], eps).max(axis=0)
+        return (single, np.zeros(eps.size, dtype=np.int64)) if return_worst_k else single
+    spread = math.sqrt(others * flip * (1 - flip))
+    low = max(-(others // 2) - 1, math.floor(-_RR_GRID_WIDTH * spread - 20))
+    high = min(others, math.ceil(others * flip + _RR_GRID_WIDTH * spread + 20))
+    grid = np.arange(low, high + 1)
+    worst = np.zeros(eps.size)
+    worst_k = np.zeros(eps.size, dtype=np.int64)
+    pmf = np.zeros(grid.size)
+    for k in range(others // 2 + 1):
+        anchor = k % _RR_REANCHOR_EVERY == 0
+        pmf = _exact_on_grid(others - k, k, flip, grid) if anchor else _move_one_report(pmf, flip)
+        lost = max(0.0, 1.0 - float(pmf.sum()))
+        p, q = _count_pair(pmf, flip)
+        current = _hockey_stick_both(p[None, :], q[None, :], eps)[0] + lost
+        worse = current > worst
+        worst[worse], worst_k[worse] = current[worse], k
+    return (worst, worst_k) if return_worst_k else worst
+
+
+def _exact_on_grid(zeros: int, ones: int, flip: float, grid: np.ndarray) -> np.ndarray:
+    """pmf of ``Bin(zeros, flip) - Bin(ones, flip)`` on ``grid`` (terms beyond 45 sd are negligible)."""
+
+    def head(trials: int) -> np.ndarray:
+        last = min(trials, math.ceil(trials * flip + 45.0 * math.sqrt(trials * flip * (1 - flip)) + 30))
+        return stats.binom.pmf(np.arange(last + 1), trials, flip)
+
+    up, down = head(zeros), head(ones)
+    full = np.convolve(up, down[::-1])
+    values = np.arange(-(down.size - 1), up.size)
+    out = np.zeros(grid.size)
+    inside = (values >= grid[0]) & (values <= grid[-1])
+    out[values[inside] - grid[0]] = full[inside]
+    out[out < _NEGLIGIBLE] = 0.0
+    return out
+
+
+def _move_one_report(pmf: np.ndarray, flip: float) -> np.ndarray:
+    """Replace one ``+Bern(flip)`` summand of the distribution by a ``-Bern(flip)`` summand."""
+    ratio = flip / (1.0 - flip)
+    without = signal.lfilter([1.0 / (1.0 - flip)], [1.0, ratio], pmf)
+    without[without < _NEGLIGIBLE] = 0.0  # also flushes subnormals, which are very slow
+    moved = (1.0 - flip) * without
+    moved[:-1] += flip * without[1:]
+    return moved
+
+
+def _hockey_stick_both(p: np.ndarray, q: np.ndarray, eps: np.ndarray) -> np.ndarray:
+    """``max(HS_e(P||Q), HS_e(Q||P))`` for rows of pmfs and each epsilon: shape ``(rows, len(eps))``."""
+    scale = np.exp(eps)[None, :, None]
+    forward = np.maximum(p[:, None, :] - scale * q[:, None, :], 0.0).sum(axis=2)
+    backward = np.maximum(q[:, None, :] - scale * p[:, None, :], 0.0).sum(axis=2)
+    return np.maximum(forward, backward)
+
+
+def signed_count_profile(
+    noise_shape: float,
+    noise_ratio: float,
+    flooding_shape: float,
+    flooding_ratio: float,
+    *,
+    tail_mass: float = 1e-15,
+) -> PrivacyProfile:
+    """Exact profile of the two-count view ``(S + X1 + X3, X2 + X3)`` versus ``S + 1``.
+
+    ``X1, X2 ~ NB(noise_shape, noise_ratio)`` and ``X3 ~ NB(flooding_shape, flooding_ratio)``
+    (papers' ratio parameterisation), independent. This is the analyzer's view of 3NB summed over
+    the users; since ``S`` (the others' bits, known to the adversary) enters additively, this one
+    pair is the worst case over all neighbouring datasets.
+
+    With ``noise_shape == 1`` (geometric noise, the 3NB default) the two-dimensional pair reduces
+    exactly to a one-dimensional one. Write ``m = A - B - S = X1 - X2`` (``DLap(p)``). Given
+    ``m``, ``X2 = max(0, -m) + G`` with ``G ~ NB(1, p^2)``, so ``B = max(0, -m) + W`` with
+    ``W = G + X3``. For ``m >= 1`` the conditional law of ``B`` is the same under both datasets
+    and the privacy loss is ``log p``; for ``m <= 0`` it is ``W`` versus ``W + 1`` and the loss
+    is ``log(1/p) + log(W(c)/W(c-1))``, whatever ``m``. Merging outcomes with equal loss leaves
+    the profile unchanged, which gives the pair (one point for ``m >= 1``, then ``c`` over the
+    support of ``W``)::
+
+        P = [p/(1+p)]  ++ W(c)   / (1+p)
+        Q = [1/(1+p)]  ++ p W(c-1) / (1+p)
+
+    Other shapes are computed on the full two-dimensional grid (`signed_count_profile_grid`).
+    Truncated tails (at most ``tail_mass`` per variable) are counted as infinite loss.
+
+    Args:
+        noise_shape: total shape ``r`` of each of ``X1`` and ``X2`` (``> 0``).
+        noise_ratio: their ratio ``p`` in ``[0, 1)``.
+        flooding_shape: total shape ``r'`` of the flooding pairs ``X3`` (``>= 0``; ``0`` means none).
+        flooding_ratio: their ratio ``p'`` in ``[0, 1)``.
+        tail_mass: the mass dropped from each variable's upper tail.
+
+    Examples:
+        >>> profile = signed_count_profile(1.0, math.exp(-0.8), 20.0, math.exp(-0.04))
+        >>> grid = signed_count_profile_grid(1.0, math.exp(-0.8), 20.0, math.exp(-0.04))
+        >>> bool(abs(profile.delta(0.9) - grid.delta(0.9)) < 1e-12)
+        True
+    """
+    owner = "signed_count_profile"
+    noise_shape = check_real(noise_shape, "noise_shape", owner, low=0.0, low_open=True)
+    noise_ratio = check_probability(noise_ratio, "noise_ratio", owner, allow_zero=False)
+    flooding_shape = check_real(flooding_shape, "flooding_shape", owner, low=0.0)
+    flooding_ratio = check_probability(flooding_ratio, "flooding_ratio", owner)
+    tail_mass = check_real(tail_mass, "tail_mass", owner, low=0.0, high=1e-3, low_open=True)
+    if noise_shape != 1.0:
+        return signed_count_profile_grid(noise_shape, noise_ratio, flooding_shape, flooding_ratio, tail_mass=tail_mass)
+    p = noise_ratio
+    hidden, hidden_tail = _truncated_nb(1.0, p * p, tail_mass)
+    flooding, flooding_tail = _truncated_nb(flooding_shape, flooding_ratio, tail_mass)
+    w = np.convolve(hidden, flooding)
+    w_tail = min(1.0, hidden_tail + flooding_tail)
+    upper = np.concatenate([[p / (1 + p)], np.append(w, 0.0) / (1 + p)])
+    lower = np.concatenate([[1 / (1 + p)], p * np.insert(w, 0, 0.0) / (1 + p)])
+    return PrivacyProfile(
+        upper, lower, neighbouring=Neighbouring.REPLACE_ONE, p_tail=w_tail / (1 + p), q_tail=p * w_tail / (1 + p)
+    )
+
+
+def signed_count_profile_grid(
+    noise_shape: float,
+    noise_ratio: float,
+    flooding_shape: float,
+    flooding_ratio: float,
+    *,
+    tail_mass: float = 1e-15,
+    max_support: int = 20_000_000,
+) -> PrivacyProfile:
+    """The same pair as `signed_count_profile`, computed on the full two-dimensional grid.
+
+    The pmf of ``(B, A - B - S)`` is built where each of ``X1, X2, X3`` is below its
+    ``1 - tail_mass`` quantile; the rest (at most ``3 tail_mass``) is counted as infinite loss.
+    Works for any ``noise_shape`` (needed when fewer users than calibrated take part); raises if
+    the grid would exceed ``max_support`` points.
+
+    Examples:
+        >>> profile = signed_count_profile_grid(0.5, 0.4, 5.0, 0.8)
+        >>> bool(0.0 < profile.delta(1.0) < 1.0)
+        True
+    """
+    owner = "signed_count_profile_grid"
+    noise_shape = check_real(noise_shape, "noise_shape", owner, low=0.0, low_open=True)
+    noise_ratio = check_probability(noise_ratio, "noise_ratio", owner)
+    flooding_shape = check_real(flooding_shape, "flooding_shape", owner, low=0.0)
+    flooding_ratio = check_probability(flooding_ratio, "flooding_ratio", owner)
+    tail_mass = check_real(tail_mass, "tail_mass", owner, low=0.0, high=1e-3, low_open=True)
+    noise, noise_tail = _truncated_nb(noise_shape, noise_ratio, tail_mass)
+    flooding, flooding_tail = _truncated_nb(flooding_shape, flooding_ratio, tail_mass)
+    support = (flooding.size + noise.size) * (2 * noise.size + 1)
+    if not support <= max_support:
+        raise invalid("noise_ratio", owner, f"small enough for an exact grid of at most {max_support} points", noise_ratio)
+    joint = _two_count_pmf(noise, flooding)  # rows: b = X2 + X3; column j: d = X1 - X2 = j - K
+    # P: target bit 0 (d); Q: target bit 1 (d + 1).
+    p = np.concatenate([joint, np.zeros((joint.shape[0], 1))], axis=1).ravel()
+    q = np.concatenate([np.zeros((joint.shape[0], 1)), joint], axis=1).ravel()
+    dropped = min(1.0, 2.0 * noise_tail + flooding_tail)
+    return PrivacyProfile(p, q, neighbouring=Neighbouring.REPLACE_ONE, p_tail=dropped, q_tail=dropped)
+
+
+def _truncated_nb(shape: float, ratio: float, tail_mass: float) -> tuple[np.ndarray, float]:
+    if shape == 0.0 or ratio == 0.0:
+        return np.array([1.0]), 0.0
+    distribution = stats.nbinom(shape, 1.0 - ratio)
+    last = int(distribution.isf(tail_mass)) + 1
+    return distribution.pmf(np.arange(last + 1)), float(distribution.sf(last))
+
+
+def _two_count_pmf(noise: np.ndarray, flooding: np.ndarray) -> np.ndarray:
+    """``M[b, d + K] = P(X2 + X3 = b, X1 - X2 = d)`` for truncated pmfs (K = len(noise) - 1).
+
+    With ``s = X2``: ``M[b, d] = sum_s flooding[b - s] * noise[s + d] * noise[s]``.
+    """
+    k = noise.size - 1
+    rows = flooding.size + k
+    joint = np.zeros((rows, 2 * k + 1))
+    for d in range(-k, k + 1):
+        s = np.arange(max(0, -d), min(k, k - d) + 1)
+        weights = np.zeros(k + 1)
+        weights[s] = noise[s + d] * noise[s]
+        joint[:, d + k] = np.convolve(flooding, weights)[:rows]
+    return joint
+
+
+def pure_epsilon_bound(drop_probability: float, noise_shape: float, noise_ratio: float) -> float:
+    """Upper bound on the exact pure epsilon of the drop-based signed-count protocol (attained if it is the first term).
+
+    The view is ``(A, B) = (K + X1 + X3, X2 + X3)`` with ``K ~ Bin(s, 1-q)`` for ``s`` ones
+    among the users (the target's bit is dropped with probability ``q``),
+    ``X1, X2 ~ NB(r, a)``, ``X3`` any independent flooding. Changing the target's bit from 0 to 1
+    turns ``P(a, b)`` into ``q P(a, b) + (1-q) P(a-1, b)``. Hence
+
+    * ``P / P' <= 1/q``, with equality at ``a = 0`` (so this term is attained for every ``s``);
+    * ``P' / P <= q + (1-q) sup_m P(X1 = m-1)/P(X1 = m) = q + (1-q) / (min(r, 1) a)``,
+
+    because ``P(a-1, b)`` is a mixture of the same terms as ``P(a, b)`` with ``X1`` shifted by one.
+    The exact epsilon is therefore ``max(log(1/q), log(q + (1-q)/(min(r,1) a)))`` whenever the
+    first term is the larger (then it is attained); otherwise the value is an upper bound.
+
+    Examples:
+        >>> q = math.exp(-1.0)
+        >>> round(pure_epsilon_bound(q, 1.0, (1 - q) / (math.e - q)), 9)
+        1.0
+    """
+    owner = "pure_epsilon_bound"
+    q = check_probability(drop_probability, "drop_probability", owner)
+    r = check_real(noise_shape, "noise_shape", owner, low=0.0, low_open=True)
+    a = check_probability(noise_ratio, "noise_ratio", owner)
+    if q == 0.0 or a == 0.0:
+        return math.inf
+    return max(-math.log(q), math.log(q + (1.0 - q) / (min(r, 1.0) * a)))
+
+
+def pure_epsilon_on_grid(
+    n_users: int,
+    drop_probability: float,
+    noise_shape: float,
+    noise_ratio: float,
+    flooding_shape: float = 0.0,
+    flooding_ratio: float = 0.0,
+    *,
+    tail_mass: float = 1e-12,
+) -> float:
+    """Maximum absolute log-ratio of the pure protocol's view over a truncated grid, worst case over ``s``.
+
+    Computes the exact two-count pmf for every number ``s = 0..n-1`` of ones among the other
+    users, target bit 0 versus 1, on the grid where every noise variable is below its
+    ``1 - tail_mass`` quantile, and returns the largest ``|log P(v)/P'(v)|`` found (``inf`` if
+    the supports differ on the grid). A grid maximum is a *lower* bound on the true pure epsilon;
+    tests compare it with `pure_epsilon_bound`, the upper bound, to verify the latter exactly.
+
+    Examples:
+        >>> q, a = math.exp(-1.0), 0.25
+        >>> grid = pure_epsilon_on_grid(4, q, 1.0, a)
+        >>> bool(abs(grid - pure_epsilon_bound(q, 1.0, a)) < 1e-9)
+        True
+    """
+    owner = "pure_epsilon_on_grid"
+    n_users = check_integer(n_users, "n_users", owner, low=1, high=200)
+    q = check_probability(drop_probability, "drop_probability", owner)
+    noise, _ = _truncated_nb(check_real(noise_shape, "noise_shape", owner, low=0.0, low_open=True), noise_ratio, tail_mass)
+    flooding, _ = _truncated_nb(check_real(flooding_shape, "flooding_shape", owner, low=0.0), flooding_ratio, tail_mass)
+    # Points with both counts <= limit involve no truncated term: the pmf there is exact.
+    limit = noise.size - 1 if flooding.size == 1 else min(noise.size, flooding.size) - 1
+    worst = 0.0
+    for ones in range(n_users):
+        sent = stats.binom.pmf(np.arange(ones + 1), ones, 1.0 - q)
+        view = _dropped_view(sent, noise, flooding)[: limit + 1, : limit + 1]
+        target_one = q * view
+        target_one[1:] += (1.0 - q) * view[:-1]
+        if np.any((view > 0) != (target_one > 0)):
+            return math.inf
+        positive = view > 0
+        ratio = np.abs(np.log(view[positive]) - np.log(target_one[positive]))
+        worst = max(worst, float(ratio.max()))
+    return worst
+
+
+def _dropped_view(sent: np.ndarray, noise: np.ndarray, flooding: np.ndarray) -> np.ndarray:
+    """``V[a, b] = P(K + X1 + X3 = a, X2 + X3 = b)`` on the truncated grid (exact there)."""
+    plus = np.convolve(sent, noise)  # K + X1
+    size_a = plus.size + flooding.size - 1
+    size_b = noise.size + flooding.size - 1
+    view = np.zeros((size_a, size_b))
+    for t, weight in enumerate(flooding):
+        if weight == 0.0:
+            continue
+        view[t : t + plus.size, t : t + noise.size] += weight * np.outer(plus, noise)
+    return view

@@ -118,6 +118,8 @@ class PrivacyAccountant:
         entries = self._observed(threat_model)
         if not entries:
             return 0.0
+        if any(not entry.event.guarantee.is_finite for entry in entries):
+            return math.inf
         method = self._method(method)
         candidates = []
         if method in ("basic", "best"):
@@ -136,6 +138,8 @@ class PrivacyAccountant:
         entries = self._observed(threat_model)
         if not entries:
             return 0.0
+        if any(not entry.event.guarantee.is_finite for entry in entries):
+            return 1.0
         method = self._method(method)
         candidates = []
         if method in ("basic", "best"):

@@ -90,3 +90,11 @@ def test_empty_accountant_and_bad_arguments():
         accountant.compose(GuaranteeEvent(PrivacyGuarantee(1.0)), count=0)
     with pytest.raises(InvalidParameterError, match="'delta'"):
         accountant.epsilon(math.nan)
+
+
+def test_an_event_without_privacy_makes_the_total_infinite():
+    accountant = PrivacyAccountant()
+    accountant.compose(GuaranteeEvent(PrivacyGuarantee(1.0)))
+    accountant.compose(GuaranteeEvent(PrivacyGuarantee(math.inf)), visible_to_model=False)
+    assert accountant.epsilon(1e-6) == math.inf and accountant.delta(10.0) == 1.0
+    assert accountant.epsilon(1e-6, threat_model="model") == pytest.approx(1.0, abs=1e-3)

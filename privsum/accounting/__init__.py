@@ -17,7 +17,14 @@ from privsum.accounting.composition import (
     parallel_composition,
     pure_composition,
 )
-from privsum.accounting.events import ComposedEvent, GuaranteeEvent, ParallelEvent, PrivacyEvent, ProfileEvent
+from privsum.accounting.events import (
+    ComposedEvent,
+    DiscreteGaussianEvent,
+    GuaranteeEvent,
+    ParallelEvent,
+    PrivacyEvent,
+    ProfileEvent,
+)
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee, ThreatModel
 from privsum.accounting.pld import DEFAULT_DISCRETIZATION, PLDPair
 from privsum.accounting.profile import PrivacyProfile, WorstCaseProfile, randomized_response_profile
@@ -26,6 +33,7 @@ __all__ = [
     "COMPOSITION_METHODS",
     "DEFAULT_DISCRETIZATION",
     "ComposedEvent",
+    "DiscreteGaussianEvent",
     "GuaranteeEvent",
     "LedgerEntry",
     "Neighbouring",

@@ -25,7 +25,7 @@ import numpy as np
 from privsum._random import RNGLike, as_generator
 from privsum._validation import check_choice, check_delta, check_epsilon, check_integer, check_real, invalid
 from privsum.accounting.calibration import calibrate
-from privsum.accounting.events import GuaranteeEvent, PrivacyEvent
+from privsum.accounting.events import DiscreteGaussianEvent, GuaranteeEvent, PrivacyEvent
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
 from privsum.bitsum.base import BitSumProtocol, check_calibration, instance_ids
 from privsum.shuffle.histogram import MessageHistogram
@@ -264,8 +264,9 @@ class CentralGaussianBitSum(_Curated):
 
     @functools.cached_property
     def event(self) -> PrivacyEvent:
-        """``(epsilon(delta), delta)`` from OpenDP's zCDP curve, replace-one."""
-        return GuaranteeEvent(PrivacyGuarantee(float(_gaussian_curve(self.scale).epsilon(self.delta)), self.delta))
+        """Discrete Gaussian event: headline from OpenDP's zCDP curve, exact PLD for composition; replace-one."""
+        headline = PrivacyGuarantee(float(_gaussian_curve(self.scale).epsilon(self.delta)), self.delta)
+        return DiscreteGaussianEvent(self.scale, headline)
 
     def variance(self, true_sum: Any = None) -> float:
         """Exact variance of the discrete Gaussian with parameter ``sigma``."""

@@ -98,3 +98,14 @@ def test_an_event_without_privacy_makes_the_total_infinite():
     accountant.compose(GuaranteeEvent(PrivacyGuarantee(math.inf)), visible_to_model=False)
     assert accountant.epsilon(1e-6) == math.inf and accountant.delta(10.0) == 1.0
     assert accountant.epsilon(1e-6, threat_model="model") == pytest.approx(1.0, abs=1e-3)
+
+
+def test_discrete_gaussian_event_composes_by_its_exact_pld():
+    from privsum.accounting import DiscreteGaussianEvent
+
+    event = DiscreteGaussianEvent(20.0, PrivacyGuarantee(0.3, 1e-6))
+    composed = ComposedEvent(event, 64).pld().epsilon(1e-6)
+    generic = ComposedEvent(GuaranteeEvent(event.guarantee), 64).pld().epsilon(1e-6)
+    assert composed < generic  # the Gaussian's own PLD beats composing its headline
+    with pytest.raises(InvalidParameterError, match="met by the mechanism"):
+        DiscreteGaussianEvent(1.0, PrivacyGuarantee(0.1, 1e-9))

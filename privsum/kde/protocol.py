@@ -1,0 +1,434 @@
+"""The shuffled-DP KDE protocol: any LSQ family over any bit-sum protocol (seed 001 Algorithm 1)."""
+
+from __future__ import annotations
+
+import functools
+import math
+import warnings
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from privsum._random import RNGLike, as_generator
+from privsum._validation import check_choice, check_delta, check_epsilon, check_integer, invalid
+from privsum.accounting.events import ComposedEvent, GuaranteeEvent, PrivacyEvent
+from privsum.accounting.guarantee import PrivacyGuarantee
+from privsum.accounting.pld import PLDPair
+from privsum.bitsum.base import BitSumProtocol
+from privsum.bitsum.central import CentralGaussianBitSum, CentralLaplaceBitSum, ExactBitSum
+from privsum.exceptions import PrivacyLeakWarning
+from privsum.kde.function import KDEFunction
+from privsum.kde.theory import seed_composition_epsilon, seed_per_instance_epsilon, sup_rmse_bound
+from privsum.lsq.base import LSQFamily
+from privsum.shuffle.histogram import MessageHistogram
+from privsum.shuffle.messages import MessageBatch
+from privsum.shuffle.protocol import ShuffleProtocol
+
+__all__ = ["ACCOUNTING_METHODS", "ShuffledKDE"]
+
+ACCOUNTING_METHODS = ("tight", "seed")
+
+#: Bit-sum baselines whose curator adds noise once to the total (not divisible over users).
+CURATED_BITSUMS = (CentralGaussianBitSum, CentralLaplaceBitSum, ExactBitSum)
+
+# Entries (users x repetitions x coordinates) rounded at once: bounds the working memory.
+_BLOCK_ENTRIES = 1 << 21
+# Tight calibration stops once the composed epsilon is within this fraction of the target.
+_CALIBRATION_RTOL = 2e-3
+_MAX_CALIBRATION_STEPS = 40
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShuffledKDE(ShuffleProtocol):
+    """Shuffled-DP kernel density estimation from bit sums (seed 001 Algorithm 1).
+
+    Public: ``I`` draws ``(f_i, g_i)`` of an LSQ ``family`` and ``I*Q`` independent instances of a
+    calibrated ``bitsum`` protocol. A user with point ``x`` rounds each coordinate to a bit
+    ``b_ij ~ Bern((1 + f_i(x)_j / R) / 2)`` and runs instance ``(i, j)``'s randomizer on it (messages
+    tagged with instance id ``i*Q + j``); the analyzer estimates each bit sum ``B_ij`` and
+    publishes ``F_ij = (2 B_ij - n) R``, from which a `KDEFunction` answers any number of queries.
+
+    Args:
+        family: the LSQ family (public randomness from its seed).
+        bitsum: the per-instance bit-sum protocol, calibrated for ``n_users``.
+        delta: the overall delta the guarantee is reported at, in ``[0, 1)``.
+        accounting: ``"tight"`` (numerical PLD composition of the bit sum's per-instance event)
+            or ``"seed"`` (Theorem 3.2's advanced composition with ``delta' = delta/2``; pure
+            composition for a pure bit sum).
+        chunk_size: users processed at once. Working memory is ``O(chunk_size * I * Q)`` numbers
+            at most, and repetitions are processed in blocks when ``chunk_size * I * Q`` is large.
+
+    Privacy:
+        Replace-one neighbours, communication threat (the adversary sees every message; the
+        released function is post-processing). Changing one user's point from ``x`` to ``x'``
+        changes the bit distribution only of coordinates where ``f_i(x)`` or ``f_i(x')`` is
+        non-zero, so of at most ``min(Q, 2S)`` coordinates per repetition (Theorem 3.2 counts
+        ``S``, the add/remove count). The bit of a touched coordinate is ``Bern(p)`` versus
+        ``Bern(p')``; instance ``(i, j)``'s output is then the mixture ``p M(1) + (1-p) M(0)``
+        versus ``p' M(1) + (1-p') M(0)``, whose hockey-stick divergence is at most that between
+        ``M(1)`` and ``M(0)`` (joint convexity), i.e. the bit-sum event. The other users' random
+        bits are a mixture over fixed bits, which the bit-sum event already covers. Instances use
+        independent randomness, so the guarantee composes ``I * min(Q, 2S)`` bit-sum events.
+
+    Utility:
+        ``E[F_ij] = sum_u f_i(x_u)_j`` when the bit sum is unbiased, so the estimate is unbiased
+        for the LSQ estimate given the draws, and for the exact KDE when ``beta = 0``. Theorem 3.2
+        bounds its supRMSE by ``sqrt(4 beta^2 + 16 R^4 S (S + (E/n)^2) / I)`` (`sup_rmse_bound`).
+
+    References:
+        Wagner et al., *Learning from End User Data with Shuffled Differential Privacy over Kernel
+        Densities* (ICLR 2025), Algorithm 1, Theorems 3.2-3.3.
+
+    Examples:
+        >>> from privsum.bitsum import ThreeNBBitSum
+        >>> from privsum.lsq import RandomFourierFeatures
+        >>> family = RandomFourierFeatures(dimension=2, n_repetitions=16, seed=0)
+        >>> kde = ShuffledKDE.from_privacy(family=family, protocol=ThreeNBBitSum, epsilon=4.0, delta=1e-6, n_users=500)
+        >>> kde.guarantee.epsilon <= 4.0, kde.guarantee.neighbouring.value
+        (True, 'replace-one')
+        >>> density = kde.run(np.zeros((500, 2)), rng=0)
+        >>> density(np.zeros((3, 2))).shape
+        (3,)
+    """
+
+    family: LSQFamily
+    bitsum: BitSumProtocol
+    delta: float = 0.0
+    accounting: str = "tight"
+    chunk_size: int = 4096
+
+    def __post_init__(self) -> None:
+        owner = "ShuffledKDE"
+        if not isinstance(self.family, LSQFamily):
+            raise invalid("family", owner, "an LSQFamily", type(self.family).__name__)
+        if not isinstance(self.bitsum, BitSumProtocol):
+            raise invalid("bitsum", owner, "a BitSumProtocol", type(self.bitsum).__name__)
+        object.__setattr__(self, "delta", check_delta(self.delta, owner))
+        check_choice(self.accounting, "accounting", owner, ACCOUNTING_METHODS)
+        object.__setattr__(self, "chunk_size", check_integer(self.chunk_size, "chunk_size", owner, low=1))
+
+    # ----- public description -------------------------------------------------------------
+
+    @property
+    def n_users(self) -> int:
+        """Users the bit sums are calibrated for."""
+        return self.bitsum.n_users
+
+    @property
+    def n_instances(self) -> int:
+        """``I * Q`` bit-sum instances."""
+        return self.family.n_repetitions * self.family.n_coordinates
+
+    @property
+    def touched_per_repetition(self) -> int:
+        """Instances per repetition whose input a replace-one change can alter: ``min(Q, 2S)``."""
+        return touched_per_repetition(self.family)
+
+    @property
+    def touched_instances(self) -> int:
+        """``I * min(Q, 2S)``: the bit-sum events one user's change composes."""
+        return self.family.n_repetitions * self.touched_per_repetition
+
+    @property
+    def alphabet(self) -> tuple[int, ...]:
+        return self.bitsum.alphabet
+
+    @property
+    def expected_messages_per_user(self) -> float:
+        """Expected messages per user over all ``I * Q`` instances."""
+        return self.bitsum.expected_messages_per_user * self.n_instances
+
+    def bits_per_message(self, n_instances: int | None = None) -> int:
+        """Bits of one message: the ``(i, j)`` tag (``ceil(log2(I Q))`` bits) plus the bit-sum value."""
+        return self.bitsum.bits_per_message(self.n_instances if n_instances is None else n_instances)
+
+    @property
+    def event(self) -> PrivacyEvent:
+        """The ``I * min(Q, 2S)`` touched instances as one composed event (for an accountant)."""
+        return ComposedEvent(self.bitsum.event, self.touched_instances)
+
+    @functools.cached_property
+    def guarantee(self) -> PrivacyGuarantee:
+        """The overall guarantee by the configured accounting, with its neighbouring relation.
+
+        ``"tight"``: ``epsilon`` at ``delta`` of the PLD composition (basic composition when
+        ``delta = 0``); ``"seed"``: Theorem 3.2. No privacy (an infinite per-instance epsilon)
+        gives ``epsilon = inf``.
+        """
+        if not self.bitsum.guarantee.is_finite:
+            return PrivacyGuarantee(math.inf, 0.0, self.bitsum.neighbouring)
+        if self.accounting == "seed":
+            return self._seed_guarantee()
+        if self.delta == 0.0:
+            return self.event.guarantee
+        return PrivacyGuarantee(self.event.pld().epsilon(self.delta), self.delta, self.bitsum.neighbouring)
+
+    def _seed_guarantee(self) -> PrivacyGuarantee:
+        instance = self.bitsum.guarantee
+        touched = self.touched_per_repetition
+        repetitions = self.family.n_repetitions
+        if instance.is_pure:
+            return PrivacyGuarantee(instance.epsilon * touched * repetitions, 0.0, instance.neighbouring)
+        if self.delta == 0.0:
+            raise invalid("delta", "ShuffledKDE", "positive for seed accounting of an approximate-DP bit sum", self.delta)
+        slack = self.delta / 2
+        epsilon = seed_composition_epsilon(instance.epsilon, touched, repetitions, slack)
+        delta = repetitions * touched * instance.delta + slack
+        if not delta < 1.0:
+            raise invalid("delta", "ShuffledKDE", "large enough to cover the instances' deltas", self.delta)
+        return PrivacyGuarantee(epsilon, delta, instance.neighbouring)
+
+    def sup_rmse_bound(self) -> float:
+        """Theorem 3.2's bound on the supRMSE of the released estimate (the bit sum's worst-case RMSE as ``E``)."""
+        return sup_rmse_bound(
+            bias=self.family.bias,
+            bound=self.family.bound,
+            sparsity=self.family.sparsity,
+            n_repetitions=self.family.n_repetitions,
+            instance_rmse=float(np.max(self.bitsum.rmse())),
+            n_users=self.n_users,
+        )
+
+    # ----- roles ---------------------------------------------------------------------------
+
+    def round_to_bits(self, points: np.ndarray, rng: np.random.Generator, repetitions: slice | None = None) -> np.ndarray:
+        """Each user's bits ``b_ij ~ Bern((1 + f_i(x)_j / R) / 2)``, shape ``(m, |repetitions| * Q)`` (int8).
+
+        ``b = 1`` exactly when ``R (2U - 1) < f_i(x)_j`` for ``U ~ U[0, 1)``, which has probability
+        ``(1 + f/R)/2``; written in place to keep one temporary.
+        """
+        values = self.family.f(points, repetitions=repetitions)
+        values = values.reshape(values.shape[0], -1)
+        threshold = rng.random(values.shape)
+        threshold *= 2.0 * self.family.bound
+        threshold -= self.family.bound
+        return np.less(threshold, values).view(np.int8)
+
+    def randomize(self, x: Any, *, rng: RNGLike = None) -> MessageBatch:
+        """Every user's tagged messages (the faithful path: memory grows with ``n * I * Q``)."""
+        generator = as_generator(rng, "ShuffledKDE")
+        bits = [self.round_to_bits(chunk, generator) for chunk in self._chunks(x)]
+        if isinstance(self.bitsum, CURATED_BITSUMS):  # the curator's noise is added once
+            return self.bitsum.randomize(np.concatenate(bits), rng=generator)
+        n_seen = sum(part.shape[0] for part in bits)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)  # each chunk is part of one run
+            batches = [self.bitsum.randomize(part, rng=generator) for part in bits]
+        self.bitsum.warn_if_fewer(n_seen)
+        return MessageBatch.concatenate(batches)
+
+    def sample_view(self, x: Any, *, rng: RNGLike = None) -> MessageHistogram:
+        """The analyzer's histogram, streamed over users (memory independent of ``n``).
+
+        For shuffle bit sums, users randomize independently, so the histograms of disjoint
+        chunks of users (each from the bit sum's exact fast path) merge by addition. A curated
+        baseline adds its noise once, to the total count of ones.
+        """
+        generator = as_generator(rng, "ShuffledKDE")
+        curated = isinstance(self.bitsum, CURATED_BITSUMS)
+        counts = np.zeros((self.n_instances, len(self.alphabet)), dtype=np.int64)
+        ones = np.zeros(self.n_instances, dtype=np.int64)
+        n_seen = 0
+        width = self.family.n_coordinates
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)  # each chunk is part of one run
+            for chunk in self._chunks(x):
+                n_seen += chunk.shape[0]
+                for block in self._repetition_blocks(chunk.shape[0]):
+                    columns = slice(block.start * width, block.stop * width)
+                    bits = self.round_to_bits(chunk, generator, block)
+                    if curated:
+                        ones[columns] += bits.sum(axis=0, dtype=np.int64)
+                    else:
+                        counts[columns] += self.bitsum.sample_view(bits, rng=generator).counts
+        if n_seen == 0:
+            raise invalid("x", "ShuffledKDE", "at least one user", "no users")
+        self.bitsum.warn_if_fewer(n_seen)
+        if curated:
+            return _curated_view(self.bitsum, ones, n_seen, generator)
+        return MessageHistogram(counts, self.alphabet)
+
+    def analyze(self, view: MessageHistogram | MessageBatch) -> KDEFunction:
+        """The released KDE function ``F_ij = (2 B_ij - n) R`` from the shuffled messages."""
+        histogram = self.view(view)
+        if histogram.n_instances != self.n_instances:
+            raise invalid("view", "ShuffledKDE", f"a view of {self.n_instances} instances", histogram.n_instances)
+        bit_sums = np.asarray(self.bitsum.analyze(histogram), dtype=float)
+        coefficients = (2.0 * bit_sums - self.n_users) * self.family.bound
+        shape = (self.family.n_repetitions, self.family.n_coordinates)
+        return KDEFunction(self.family, coefficients.reshape(shape), self.n_users, self.guarantee)
+
+    def _chunks(self, x: Any) -> Iterator[np.ndarray]:
+        """Validated ``(m, d)`` chunks of users from an array or an iterable of arrays."""
+        parts = [x] if isinstance(x, np.ndarray) or not isinstance(x, Iterable) or _is_nested_list(x) else x
+        for part in parts:
+            points = self.family.check_points(part, "x")
+            for start in range(0, points.shape[0], self.chunk_size):
+                yield points[start : start + self.chunk_size]
+
+    def _repetition_blocks(self, n_points: int) -> Iterator[slice]:
+        step = max(1, _BLOCK_ENTRIES // max(1, n_points * self.family.n_coordinates))
+        for start in range(0, self.family.n_repetitions, step):
+            yield slice(start, min(start + step, self.family.n_repetitions))
+
+    # ----- calibration ---------------------------------------------------------------------
+
+    @classmethod
+    def from_privacy(
+        cls,
+        *,
+        family: LSQFamily,
+        protocol: type[BitSumProtocol],
+        epsilon: float,
+        delta: float,
+        n_users: int,
+        accounting: str = "tight",
+        calibration: str = "tight",
+        chunk_size: int = 4096,
+        protocol_options: Mapping[str, Any] | None = None,
+    ) -> ShuffledKDE:
+        """Calibrate the per-instance bit sum so the overall guarantee meets ``(epsilon, delta)``.
+
+        With ``k = I * min(Q, 2S)`` touched instances, each instance gets
+        ``delta0 = delta / (2k)`` (``0`` when ``delta = 0``) and:
+
+        * ``accounting="seed"``: ``epsilon0`` from Theorem 3.2 with ``delta' = delta/2``
+          (``epsilon / k`` by pure composition when ``delta = 0``);
+        * ``accounting="tight"``: the largest ``epsilon0`` (the composed epsilon within
+          0.2% of the target) whose bit-sum event, composed ``k`` times by PLD, meets ``(epsilon, delta)``.
+          The search first solves the composition of the worst ``(epsilon0, delta0)`` mechanism
+          (cheap, and a valid starting point since it dominates every such event), and only then
+          refines with the protocol's own event when that is sharper than its headline.
+
+        The result is checked: its `guarantee` never exceeds the target.
+
+        Args:
+            family: the LSQ family.
+            protocol: a `BitSumProtocol` class with ``from_privacy(epsilon=, delta=, n_users=, calibration=)``.
+            epsilon: target overall epsilon.
+            delta: target overall delta in ``[0, 1)``.
+            n_users: users taking part.
+            accounting: ``"tight"`` or ``"seed"``.
+            calibration: passed to ``protocol.from_privacy`` (``"tight"`` or ``"analytic"``).
+            chunk_size: users processed at once.
+            protocol_options: extra keyword arguments for ``protocol.from_privacy`` (e.g. ``noise_source``).
+
+        Raises:
+            InvalidParameterError: a parameter is out of range or the target cannot be met.
+        """
+        owner = "ShuffledKDE.from_privacy"
+        if not isinstance(family, LSQFamily):
+            raise invalid("family", owner, "an LSQFamily", type(family).__name__)
+        if not (isinstance(protocol, type) and issubclass(protocol, BitSumProtocol)):
+            raise invalid("protocol", owner, "a BitSumProtocol class", protocol)
+        epsilon = check_epsilon(epsilon, owner)
+        delta = check_delta(delta, owner)
+        n_users = check_integer(n_users, "n_users", owner, low=1)
+        accounting = check_choice(accounting, "accounting", owner, ACCOUNTING_METHODS)
+        options = dict(protocol_options or {})
+        touched = touched_per_repetition(family)
+        count = touched * family.n_repetitions
+        delta0 = delta / (2 * count)
+
+        @functools.cache
+        def build(epsilon0: float) -> ShuffledKDE:
+            bitsum = protocol.from_privacy(epsilon=epsilon0, delta=delta0, n_users=n_users, calibration=calibration, **options)
+            return cls(family=family, bitsum=bitsum, delta=delta, accounting=accounting, chunk_size=chunk_size)
+
+        if delta == 0.0:
+            result = build(epsilon / count)
+        elif accounting == "seed":
+            result = build(seed_per_instance_epsilon(epsilon, touched, family.n_repetitions, delta / 2))
+            if result.bitsum.guarantee.is_pure:  # Theorem 3.2's pure case: pure composition
+                result = build(epsilon / count)
+        else:
+            result = _tight_calibration(build, epsilon=epsilon, delta=delta, delta0=delta0, count=count)
+        achieved = result.guarantee
+        if not (achieved.epsilon <= epsilon * (1 + 1e-9) and achieved.delta <= delta * (1 + 1e-9)):
+            raise invalid("epsilon", owner, f"met by the calibrated protocol (it achieves {achieved})", epsilon)
+        return result
+
+
+def touched_per_repetition(family: LSQFamily) -> int:
+    """``min(Q, 2S)``: coordinates of one repetition a replace-one change can alter."""
+    return min(family.n_coordinates, 2 * family.sparsity)
+
+
+def _is_nested_list(x: Any) -> bool:
+    """A list of points (rather than an iterable of chunks): its items are scalars' sequences."""
+    return isinstance(x, (list, tuple)) and len(x) > 0 and not isinstance(x[0], np.ndarray) and np.ndim(x[0]) == 1
+
+
+def _curated_view(bitsum: BitSumProtocol, ones: np.ndarray, n_seen: int, rng: np.random.Generator) -> MessageHistogram:
+    """A curated baseline's view from the total ones: the same histogram as its own fast path."""
+    noise = np.asarray(bitsum.noise(ones, rng), dtype=np.int64)
+    counts = np.stack([np.maximum(-noise, 0), n_seen - ones, ones + np.maximum(noise, 0)], axis=1)
+    return MessageHistogram(counts, bitsum.alphabet)
+
+
+def _generic_composed_epsilon(epsilon0: float, delta0: float, count: int, delta: float) -> float:
+    """Epsilon at ``delta`` of ``count`` compositions of the worst ``(epsilon0, delta0)`` mechanism."""
+    return PLDPair.from_guarantee(PrivacyGuarantee(epsilon0, delta0)).self_compose(count).epsilon(delta)
+
+
+def _largest_feasible(composed: Any, target: float, start: float, cap: float, slope: float = 1.0) -> tuple[float, float]:
+    """Largest ``epsilon0`` in ``(0, cap]`` with ``composed(epsilon0) <= target``, to a relative tolerance.
+
+    ``composed`` must be non-decreasing. Works on ``log composed`` against ``log epsilon0``, which
+    is close to a line of slope about 1 (composition scales epsilon0): a step of the given
+    ``slope`` from the best feasible point, then regula falsi (Illinois) inside the bracket
+    ``[feasible, infeasible]``. Returns the feasible end (a point actually evaluated; it stops once
+    the composed epsilon is within ``_CALIBRATION_RTOL`` of the target) and the log-log slope
+    measured across the final bracket (to start a similar search).
+    """
+    log_target, log_cap = math.log(target), math.log(cap)
+    values: dict[float, float] = {}
+
+    def gap(log_epsilon0: float) -> float:
+        if log_epsilon0 not in values:
+            values[log_epsilon0] = math.log(max(composed(math.exp(log_epsilon0)), 1e-300)) - log_target
+        return values[log_epsilon0]
+
+    low, high = min(math.log(start), log_cap), None
+    while gap(low) > 0:  # step down to a feasible start
+        high, low = low, low - math.log(4.0)
+        if low < log_cap - 60:
+            raise invalid("epsilon", "ShuffledKDE.from_privacy", "large enough for a positive per-instance epsilon", target)
+    side = 0
+    for _ in range(_MAX_CALIBRATION_STEPS):
+        if -gap(low) <= _CALIBRATION_RTOL or low >= log_cap or (high is not None and high - low < 1e-7):
+            break
+        if high is None:  # slope-1 step, a little beyond, to find an infeasible end
+            guess = min(low - gap(low) / slope + 1e-4, log_cap)
+        else:
+            g_low = gap(low) / (2 if side == 1 else 1)  # Illinois: damp the end that stayed put
+            g_high = gap(high) / (2 if side == -1 else 1)
+            guess = (low * g_high - high * g_low) / (g_high - g_low)
+            guess = min(max(guess, low + 0.01 * (high - low)), high - 0.01 * (high - low))
+        if gap(guess) <= 0:
+            low, side = guess, -1
+        else:
+            high, side = guess, 1
+    if high is not None and high > low:
+        slope = max((gap(high) - gap(low)) / (high - low), 0.1)
+    return math.exp(low), slope
+
+
+def _tight_calibration(build: Any, *, epsilon: float, delta: float, delta0: float, count: int) -> ShuffledKDE:
+    """The two-stage search of `ShuffledKDE.from_privacy` (``accounting="tight"``)."""
+    seed_start = seed_per_instance_epsilon(epsilon, 1, count, delta / 2)
+    generic, slope = _largest_feasible(
+        lambda e0: _generic_composed_epsilon(e0, delta0, count, delta), epsilon, seed_start, epsilon
+    )
+    candidate = build(generic)
+    instance = candidate.bitsum.event
+    if isinstance(instance, GuaranteeEvent) and instance.guarantee.delta == 0.0 and delta0 > 0:
+        # a pure bit sum: its event is the worst (epsilon0, 0) mechanism, sharper than (epsilon0, delta0)
+        pure, _ = _largest_feasible(lambda e0: _generic_composed_epsilon(e0, 0.0, count, delta), epsilon, generic, epsilon)
+        return build(pure)
+    if isinstance(instance, GuaranteeEvent):
+        return candidate  # the event is the worst mechanism with its headline: nothing sharper to find
+    refined, _ = _largest_feasible(lambda e0: build(e0).guarantee.epsilon, epsilon, generic, epsilon, min(max(slope, 1.0), 1.3))
+    return build(refined)

@@ -1,0 +1,128 @@
+"""Tests of the released KDE function: queries, equality, serialisation and corrupted-bytes rejection."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+
+from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
+from privsum.exceptions import InvalidParameterError
+from privsum.kde import KDEFunction
+from privsum.lsq import L2LSH, FastJLT, RandomFourierFeatures, RandomSigns
+
+DEFAULT_GUARANTEE = PrivacyGuarantee(1.5, 1e-6)
+
+
+def released(family=None, guarantee=DEFAULT_GUARANTEE) -> KDEFunction:
+    family = family or RandomFourierFeatures(dimension=3, n_repetitions=5, bandwidth=0.7, seed=4)
+    coefficients = np.random.default_rng(0).normal(size=(family.n_repetitions, family.n_coordinates))
+    return KDEFunction(family, coefficients, n_users=40, guarantee=guarantee)
+
+
+@pytest.mark.parametrize(
+    "family",
+    [
+        RandomFourierFeatures(dimension=3, n_repetitions=5, bandwidth=0.7, seed=4),
+        RandomSigns(dimension=3, n_repetitions=4, seed=2),
+        L2LSH(dimension=3, n_repetitions=3, n_buckets=8, bucket_width=0.5, seed=1),
+    ],
+)
+@pytest.mark.parametrize("guarantee", [PrivacyGuarantee(1.5, 1e-6, "add-remove"), None])
+def test_round_trip(family, guarantee) -> None:
+    original = released(family, guarantee)
+    restored = KDEFunction.from_bytes(original.to_bytes())
+    assert restored == original
+    assert restored.guarantee == guarantee
+    queries = np.random.default_rng(1).normal(size=(7, 3)) * 0.3
+    np.testing.assert_array_equal(restored(queries), original(queries))
+
+
+def test_query_matches_formula_and_chunking() -> None:
+    estimate = released()
+    queries = np.random.default_rng(2).normal(size=(9, 3))
+    formula = np.einsum("miq,iq->m", estimate.family.g(queries), estimate.coefficients) / (40 * 5)
+    np.testing.assert_allclose(estimate(queries), formula, rtol=1e-12)
+    np.testing.assert_allclose(estimate(queries, chunk_size=2), formula, rtol=1e-12)
+    assert estimate(queries[0]).shape == (1,)
+
+
+@pytest.mark.parametrize("position", [10, 60, -40, -1])
+def test_any_flipped_byte_is_rejected(position: int) -> None:
+    data = bytearray(released().to_bytes())
+    data[position] ^= 0x01
+    with pytest.raises(InvalidParameterError, match="'data'"):
+        KDEFunction.from_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("data", [b"", b"abc", b"\x00" * 40, "text"])
+def test_garbage_is_rejected(data) -> None:
+    with pytest.raises(InvalidParameterError, match="'data'"):
+        KDEFunction.from_bytes(data)
+
+
+def test_truncated_bytes_are_rejected() -> None:
+    with pytest.raises(InvalidParameterError, match="'data'"):
+        KDEFunction.from_bytes(released().to_bytes()[:-5])
+
+
+def forge(header_change: dict) -> bytes:
+    """Bytes with a valid checksum but an edited header (what a hostile writer could send)."""
+    data = released().to_bytes()
+    body = data[:-32]
+    length = int.from_bytes(body[:4], "big")
+    header = json.loads(body[4 : 4 + length])
+    header.update(header_change)
+    encoded = json.dumps(header).encode()
+    new_body = len(encoded).to_bytes(4, "big") + encoded + body[4 + length :]
+    return new_body + hashlib.sha256(new_body).digest()
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"version": 99},
+        {"format": "something.else"},
+        {"family": {"class": "os.system", "parameters": {}}},
+        {"family": {"class": "privsum.lsq.rff.apply_projection", "parameters": {}}},
+        {"family": {"class": "privsum.lsq.rff.RandomFourierFeatures", "parameters": {"dimension": 3}}},
+        {"n_users": 0},
+        {"guarantee": [1.0]},
+        {"guarantee": [-1.0, 0.0, "replace-one"]},
+    ],
+)
+def test_well_checksummed_but_invalid_headers_are_rejected(change: dict) -> None:
+    with pytest.raises(InvalidParameterError):
+        KDEFunction.from_bytes(forge(change))
+
+
+def test_family_with_non_scalar_parameters_cannot_be_serialised() -> None:
+    projection = FastJLT(input_dimension=3, output_dimension=2, seed=0)
+    family = RandomFourierFeatures(dimension=3, n_repetitions=2, seed=0, projection=projection)
+    with pytest.raises(InvalidParameterError, match="'family'"):
+        KDEFunction(family, np.zeros((2, 1)), n_users=3).to_bytes()
+
+
+def test_validation_names_the_parameter() -> None:
+    family = RandomFourierFeatures(dimension=3, n_repetitions=2, seed=0)
+    with pytest.raises(InvalidParameterError, match="'coefficients'"):
+        KDEFunction(family, np.zeros((3, 1)), n_users=3)
+    with pytest.raises(InvalidParameterError, match="'coefficients'"):
+        KDEFunction(family, np.array([[np.nan], [0.0]]), n_users=3)
+    with pytest.raises(InvalidParameterError, match="'n_users'"):
+        KDEFunction(family, np.zeros((2, 1)), n_users=0)
+    with pytest.raises(InvalidParameterError, match="'family'"):
+        KDEFunction("rff", np.zeros((2, 1)), n_users=1)
+    with pytest.raises(InvalidParameterError, match="'guarantee'"):
+        KDEFunction(family, np.zeros((2, 1)), n_users=1, guarantee=(1.0, 0.0))
+    with pytest.raises(InvalidParameterError, match="'queries'"):
+        KDEFunction(family, np.zeros((2, 1)), n_users=1)(np.zeros((2, 4)))
+
+
+def test_equality_and_neighbouring() -> None:
+    first = released()
+    assert first == released() and first.neighbouring is Neighbouring.REPLACE_ONE
+    other = KDEFunction(first.family, first.coefficients + 1, n_users=40, guarantee=first.guarantee)
+    assert first != other

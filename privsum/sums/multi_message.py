@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -90,6 +90,10 @@ class MultiMessageSum(ShuffleProtocol):
         True
     """
 
+    #: Largest modulus the view can hold (the dense histogram has one column per residue);
+    #: `privsum.sums.clipped_shares.SparseMultiMessageSum` raises it by using a sparse view.
+    max_modulus: ClassVar[int] = MAX_MODULUS
+
     n_users: int
     domain: int
     noise_ratio: float
@@ -104,7 +108,7 @@ class MultiMessageSum(ShuffleProtocol):
         domain = check_integer(self.domain, "domain", owner, low=1)
         check_probability(self.noise_ratio, "noise_ratio", owner, allow_zero=False)
         check_integer(self.n_shares, "n_shares", owner, low=2)
-        check_integer(self.modulus, "modulus", owner, low=n_users * domain + 1, high=MAX_MODULUS)
+        check_integer(self.modulus, "modulus", owner, low=n_users * domain + 1, high=self.max_modulus)
         check_real(self.share_security_bits, "share_security_bits", owner, low=0.0, low_open=True)
         if not isinstance(self.clip, bool):
             raise invalid("clip", owner, "a bool", self.clip)
@@ -144,9 +148,9 @@ class MultiMessageSum(ShuffleProtocol):
         ratio = math.exp(-epsilon / domain)
         tail = _discrete_laplace_tail(ratio, wrap_probability)
         modulus = 2 ** math.ceil(math.log2(n_users * domain + 2 * tail + 2))
-        if modulus > MAX_MODULUS:
+        if modulus > cls.max_modulus:
             raise invalid(
-                "n_users", owner, f"small enough that the modulus fits in {MAX_MODULUS} (n * domain too large)", n_users
+                "n_users", owner, f"small enough that the modulus fits in {cls.max_modulus} (n * domain too large)", n_users
             )
         security_bits = math.log2((1 + math.exp(epsilon)) / delta)
         shares = default_share_count(security_bits, modulus, n_users) if n_shares is None else n_shares

@@ -1,0 +1,652 @@
+"""Instance-optimal clipped sums in one shuffle round (Dong, Luo, Fanti, Shi & Yi, CCS 2024; seed 004; SPEC 3.5).
+
+The domain ``{0..U}`` (``U`` a power of two) is cut into ``log2 U + 1`` sub-domains
+``I_0 = {0, 1}`` and ``I_j = (2^{j-1}, 2^j]``. Every user takes part in one summation instance per
+sub-domain (GKMPS21 correlated noise or BBGN20 shares, whichever sends fewer messages), with its
+value in the instance of its own sub-domain and ``0`` in the others, all in the same round. The
+analyzer estimates every sub-domain's sum ``S_j``, picks the clipping threshold ``tau = 2^{j*}``
+with ``j*`` the last sub-domain whose estimate clears a threshold set from the noise tail, and
+returns ``sum_{j <= j*} S_j``: the noise of an instance scales with its sub-domain's width, so the
+error is proportional to the data's own maximum rather than to ``U``.
+
+Also here: the baselines over the full domain (`full_domain_correlated_sum`,
+`full_domain_multi_message_sum`) and the central-DP clipping reference `CentralClippedSum`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from privsum._random import RNGLike, as_generator
+from privsum._validation import (
+    check_array,
+    check_choice,
+    check_delta,
+    check_epsilon,
+    check_integer,
+    check_probability,
+    check_real,
+    invalid,
+)
+from privsum.accounting import GuaranteeEvent, ParallelEvent, PrivacyGuarantee
+from privsum.shuffle import EXECUTION_PATHS, MessageBatch, MessageHistogram, ShuffleProtocol
+from privsum.shuffle.noise import discrete_laplace_variance, sample_discrete_laplace
+from privsum.shuffle.sparse import SparseMessageHistogram
+from privsum.sums._common import check_user_count, randomized_round
+from privsum.sums.clipped_shares import SparseMultiMessageSum
+from privsum.sums.correlated import CorrelatedNoiseSum
+
+__all__ = [
+    "INSTANCE_METHODS",
+    "CentralClippedSum",
+    "ClippedSum",
+    "ClippedSumResult",
+    "choose_instance",
+    "full_domain_correlated_sum",
+    "full_domain_multi_message_sum",
+    "sub_domain_index",
+    "upper_tail_threshold",
+]
+
+INSTANCE_METHODS = ("auto", "correlated", "multi-message")
+InstanceProtocol = CorrelatedNoiseSum | SparseMultiMessageSum
+
+
+# --------------------------------------------------------------------------- sub-domains and thresholds
+def sub_domain_index(values: Any) -> np.ndarray:
+    """The sub-domain of each non-negative integer: ``0`` for ``{0, 1}``, ``j`` for ``(2^{j-1}, 2^j]``.
+
+    Examples:
+        >>> sub_domain_index([0, 1, 2, 3, 4, 5, 8, 9, 2**20]).tolist()
+        [0, 0, 1, 2, 2, 3, 3, 4, 20]
+    """
+    array = np.asarray(values, dtype=np.int64)
+    exponent = np.frexp(np.maximum(array - 1, 0).astype(float))[1]  # bit length of x - 1 (exact below 2^53)
+    return np.where(array <= 1, 0, exponent).astype(np.int64)
+
+
+def upper_tail_threshold(ratio: float, probability: float) -> int:
+    """Least integer ``t >= 1`` with ``P(DLap(ratio) >= t) = ratio^t / (1 + ratio) <= probability``.
+
+    Examples:
+        >>> t = upper_tail_threshold(0.5, 1e-3)
+        >>> t, 0.5**t / 1.5 <= 1e-3 < 0.5 ** (t - 1) / 1.5
+        (10, True)
+    """
+    owner = "upper_tail_threshold"
+    ratio = check_probability(ratio, "ratio", owner, allow_zero=False)
+    probability = check_probability(probability, "probability", owner, allow_zero=False)
+    t = max(1, math.ceil(math.log(probability * (1 + ratio)) / math.log(ratio)))
+    while t > 1 and ratio ** (t - 1) / (1 + ratio) <= probability:  # guard against log rounding
+        t -= 1
+    while ratio**t / (1 + ratio) > probability:
+        t += 1
+    return t
+
+
+def _noise_ratio(protocol: InstanceProtocol) -> float:
+    return protocol.central_ratio if isinstance(protocol, CorrelatedNoiseSum) else protocol.noise_ratio
+
+
+def _scale(protocol: InstanceProtocol) -> float:
+    return protocol.scale if isinstance(protocol, CorrelatedNoiseSum) else 1.0
+
+
+def _noise_messages(protocol: InstanceProtocol) -> float:
+    """Expected messages a user sends in an instance where its input is 0."""
+    if isinstance(protocol, CorrelatedNoiseSum):
+        return protocol.expected_messages_per_user - 1.0
+    return float(protocol.n_shares)
+
+
+def _data_messages(protocol: InstanceProtocol) -> float:
+    """Extra messages a user sends in the instance that holds its (non-zero) value."""
+    return 1.0 if isinstance(protocol, CorrelatedNoiseSum) else 0.0
+
+
+def _wrap_probability(protocol: InstanceProtocol) -> float:
+    """Upper bound on the chance that an empty instance's output is not its noise (BBGN20 wrap-around from below)."""
+    if isinstance(protocol, CorrelatedNoiseSum):
+        return 0.0
+    gap = protocol.modulus // 2 - protocol.n_users * protocol.domain // 2
+    return protocol.noise_ratio**gap / (1 + protocol.noise_ratio)
+
+
+def choose_instance(
+    *, epsilon: float, delta: float, n_users: int, domain: int, method: str = "auto", max_correlated_domain: int = 64
+) -> InstanceProtocol:
+    """One sub-domain's summation instance: GKMPS21 or BBGN20, whichever sends fewer expected messages.
+
+    GKMPS21 runs without random rounding (``levels = domain``; rounding would add an error that
+    grows with the sub-domain's population); it is only considered for ``domain <=
+    max_correlated_domain`` (its noise messages grow like ``domain^2 log^2 domain / (epsilon n)``).
+    The comparison counts the messages of a user whose value is elsewhere (the noise), plus one
+    data message for GKMPS21 (seed 004 section 8).
+
+    Examples:
+        >>> choose_instance(epsilon=0.5, delta=5e-7, n_users=100_000, domain=1).__class__.__name__
+        'CorrelatedNoiseSum'
+        >>> choose_instance(epsilon=0.5, delta=5e-7, n_users=100_000, domain=2**10).__class__.__name__
+        'SparseMultiMessageSum'
+    """
+    owner = "choose_instance"
+    method = check_choice(method, "method", owner, INSTANCE_METHODS)
+    domain = check_integer(domain, "domain", owner, low=1)
+    max_correlated_domain = check_integer(max_correlated_domain, "max_correlated_domain", owner, low=1)
+    candidates: list[InstanceProtocol] = []
+    if method in ("auto", "correlated") and (domain <= max_correlated_domain or method == "correlated"):
+        candidates.append(CorrelatedNoiseSum.from_privacy(epsilon=epsilon, delta=delta, n_users=n_users, domain=domain))
+    if method in ("auto", "multi-message"):
+        candidates.append(SparseMultiMessageSum.from_privacy(epsilon=epsilon, delta=delta, n_users=n_users, domain=domain))
+    return min(candidates, key=lambda p: _noise_messages(p) + _data_messages(p))
+
+
+def _sample_outputs(protocol: InstanceProtocol, inputs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The instance's analyzer output per column, sampled exactly in law without the messages.
+
+    GKMPS21: every flooding multiset sums to zero and the per-user central shares total
+    ``DLap(a)``, so the output is ``scale * (sum of rounded inputs + DLap(a))``. BBGN20: the shares
+    of a user sum to its noisy input modulo ``q``, so the output is the decoded residue of
+    ``sum x + DLap(a)``.
+    """
+    if isinstance(protocol, CorrelatedNoiseSum):
+        rounded = protocol._rounded(inputs, rng)
+        noise = sample_discrete_laplace(rng, protocol.central_ratio, rounded.shape[1])
+        return protocol.scale * (rounded.sum(axis=0) + noise)
+    noise = sample_discrete_laplace(rng, protocol.noise_ratio, inputs.shape[1])
+    return protocol.decode(np.mod(inputs.sum(axis=0) + noise, protocol.modulus))
+
+
+# --------------------------------------------------------------------------- the one-round clipped sum
+@dataclass(frozen=True)
+class ClippedSumResult:
+    """What the analyzer of `ClippedSum` computes, per column.
+
+    Attributes:
+        estimate: ``sum_{j <= j*} S_j`` (in input units), shape ``(k,)``.
+        sub_domain_estimates: ``S_j`` per column and sub-domain (integer units), shape ``(k, log2 U + 1)``.
+        passed: whether each ``S_j`` cleared its threshold, same shape.
+        clipping_index: ``j*`` per column.
+        clipping_threshold: ``tau = 2^{j*}`` per column (integer units).
+    """
+
+    estimate: np.ndarray
+    sub_domain_estimates: np.ndarray
+    passed: np.ndarray
+    clipping_index: np.ndarray
+    clipping_threshold: np.ndarray
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClippedSum(ShuffleProtocol):
+    """One-round shuffled sum of integers in ``{0..U}`` with an instance-optimal clipping threshold.
+
+    Inputs ``(n_users,)`` or ``(n_users, k)`` (``k`` independent sums, e.g. coordinates).
+    Sub-domain ``j`` (``I_0 = {0,1}``, ``I_j = (2^{j-1}, 2^j]``) is summed by ``instances[j]``, a
+    `CorrelatedNoiseSum` or `SparseMultiMessageSum` with domain ``2^j``; a user's input to
+    instance ``j`` is its value if the value lies in ``I_j`` and ``0`` otherwise. Messages carry the
+    instance id ``column (log2 U + 1) + j``. The analyzer estimates every ``S_j``, lets ``j*`` be
+    the last ``j`` with ``S_j >= T_j`` (``j* = 0`` if none), and returns ``sum_{j <= j*} S_j``.
+
+    **Threshold.** ``T_j = scale_j t_j`` with ``t_j`` the least integer whose one-sided tail
+    ``P(DLap(a_j) >= t_j)`` (plus, for BBGN20, the wrap-around bound) is at most
+    ``failure_probability / (log2 U + 1)``. An empty sub-domain's estimate *is* ``scale_j DLap(a_j)``
+    (the flooding cancels; the shares add up to the noise), so an empty sub-domain passes with
+    probability at most ``beta / (log2 U + 1)`` and ``tau`` overshoots the data's sub-domain with
+    probability at most ``beta`` (union bound; tested).
+
+    **Real inputs** (seed 004, footnote 3): with ``resolution`` set, inputs are reals in
+    ``[0, U resolution]``, randomly rounded (unbiased) to multiples of ``resolution`` before the
+    protocol; the estimate is in input units. Extra error: at most ``resolution`` per user,
+    ``resolution sqrt(n)/2`` standard deviation at worst.
+
+    Args:
+        n_users: users the instances are calibrated for; inputs must have exactly this many rows.
+        domain: ``U``, a power of two.
+        instances: ``log2 U + 1`` instance protocols, instance ``j`` with domain ``2^j`` and ``n_users``.
+        failure_probability: ``beta``: the chance that ``tau`` overshoots (sets the thresholds).
+        resolution: real value of one integer step (real inputs), or ``None`` for integer inputs.
+
+    Privacy:
+        Replace-one, communication threat (the shuffled multiset), trusted shuffler. The instances
+        are independent mechanisms on disjoint columns of a user-by-sub-domain table; a user whose
+        value moves from ``I_j`` to ``I_k`` changes one entry of column ``j`` and one of column
+        ``k``, so the guarantee is the basic composition of two instances' guarantees:
+        ``ParallelEvent(instance events, parts_per_user=2)`` (SPEC 0; the paper's parallel
+        composition argument is for a change touching one sub-domain). `from_privacy` therefore
+        runs every instance at ``(epsilon/2, delta/2)``. The instances' own guarantees are those of
+        `CorrelatedNoiseSum` (analytic: GKMPS21's claim with SPEC 3.2's constants) and
+        `SparseMultiMessageSum` (epsilon exact from the noise; delta from BBGN20's share theorem,
+        not verified here). The analyzer (thresholds, ``tau``) is post-processing.
+
+    Utility:
+        Each ``S_j`` is unbiased with error ``O(2^j / epsilon)``; with probability ``1 - beta``
+        ``tau`` does not overshoot, and the error is ``O(max_i x_i log(log U / beta) / epsilon)``
+        (seed 004 Theorem 5.1). The output drops (does not clip) values above ``tau``.
+
+    References:
+        Dong, Luo, Fanti, Shi & Yi, "(Almost) instance-optimal clipping for summation problems in
+        the shuffle model of differential privacy", CCS 2024 (seed 004), sections 5 and 8.
+
+    Examples:
+        >>> protocol = ClippedSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=2_000, domain=2**10)
+        >>> x = np.random.default_rng(0).integers(0, 40, size=2_000)  # far below U = 1024
+        >>> result = protocol.analyze_details(protocol.sample_view(x, rng=1))
+        >>> int(result.clipping_threshold[0]) <= 64, bool(abs(result.estimate[0] - x.sum()) < 2_000)
+        (True, True)
+        >>> guarantee = protocol.guarantee
+        >>> guarantee.epsilon <= 1.0, round(guarantee.epsilon, 6), guarantee.delta <= 1e-6, guarantee.neighbouring.value
+        (True, 1.0, True, 'replace-one')
+    """
+
+    n_users: int
+    domain: int
+    instances: tuple[InstanceProtocol, ...]
+    failure_probability: float = 0.1
+    resolution: float | None = None
+
+    def __post_init__(self) -> None:
+        owner = type(self).__name__
+        n_users = check_integer(self.n_users, "n_users", owner, low=2)
+        domain = check_integer(self.domain, "domain", owner, low=1)
+        if domain & (domain - 1):
+            raise invalid("domain", owner, "a power of two", domain)
+        instances = tuple(self.instances)
+        if len(instances) != domain.bit_length():
+            raise invalid("instances", owner, f"{domain.bit_length()} protocols (log2 U + 1)", f"{len(instances)} protocols")
+        for j, protocol in enumerate(instances):
+            if not isinstance(protocol, (CorrelatedNoiseSum, SparseMultiMessageSum)):
+                raise invalid(
+                    "instances", owner, "CorrelatedNoiseSum or SparseMultiMessageSum protocols", type(protocol).__name__
+                )
+            if protocol.domain != 2**j or protocol.n_users != n_users or protocol.clip:
+                raise invalid("instances", owner, f"instance {j} with domain 2^{j}, n_users={n_users} and clip=False", protocol)
+        object.__setattr__(self, "instances", instances)
+        check_probability(self.failure_probability, "failure_probability", owner, allow_zero=False)
+        if self.resolution is not None:
+            check_real(self.resolution, "resolution", owner, low=0.0, low_open=True)
+
+    @classmethod
+    def from_privacy(
+        cls,
+        *,
+        epsilon: float,
+        delta: float,
+        n_users: int,
+        domain: int,
+        calibration: str = "analytic",
+        failure_probability: float = 0.1,
+        method: str = "auto",
+        max_correlated_domain: int = 64,
+        resolution: float | None = None,
+    ) -> ClippedSum:
+        """Instances at ``(epsilon/2, delta/2)`` each, so the replace-one headline is ``(epsilon, delta)``.
+
+        Args:
+            epsilon: target epsilon (replace-one).
+            delta: target delta in ``(0, 1)``.
+            n_users: number of users.
+            domain: ``U``, a power of two.
+            calibration: only ``"analytic"``: the instances' guarantees are the papers' (see the class).
+            failure_probability: ``beta`` of the threshold rule.
+            method: ``"auto"`` (fewest messages per sub-domain, seed 004 section 8), ``"correlated"``
+                (GKMPS21 everywhere) or ``"multi-message"`` (BBGN20 everywhere).
+            max_correlated_domain: largest sub-domain width for which ``"auto"`` considers GKMPS21.
+            resolution: see the class.
+        """
+        owner = f"{cls.__name__}.from_privacy"
+        epsilon = check_epsilon(epsilon, owner)
+        delta = check_delta(delta, owner, allow_zero=False)
+        n_users = check_integer(n_users, "n_users", owner, low=2)
+        domain = check_integer(domain, "domain", owner, low=1)
+        if domain & (domain - 1):
+            raise invalid("domain", owner, "a power of two", domain)
+        check_choice(calibration, "calibration", owner, ("analytic",))
+        method = check_choice(method, "method", owner, INSTANCE_METHODS)
+        instances = tuple(
+            choose_instance(
+                # margins: BBGN20 recomputes epsilon and delta in floating point (relative error ~1e-12)
+                epsilon=epsilon / 2 * (1 - 1e-9),
+                delta=delta / 2 * (1 - 1e-9),
+                n_users=n_users,
+                domain=2**j,
+                method=method,
+                max_correlated_domain=max_correlated_domain,
+            )
+            for j in range(domain.bit_length())
+        )
+        return cls(
+            n_users=n_users, domain=domain, instances=instances, failure_probability=failure_probability, resolution=resolution
+        )
+
+    # ----------------------------------------------------------------- description
+    @property
+    def n_sub_domains(self) -> int:
+        """``log2 U + 1``."""
+        return len(self.instances)
+
+    @property
+    def event(self) -> ParallelEvent:
+        """The instances in parallel, two touched per replace-one change."""
+        return ParallelEvent(tuple(p.event for p in self.instances), parts_per_user=2)
+
+    @property
+    def alphabet(self) -> range:  # type: ignore[override]
+        """All message values any instance can send (GKMPS21: ``-D..D``; BBGN20: residues), as a lazy range."""
+        low = min(p.alphabet[0] for p in self.instances)  # alphabets are sorted (tuples or ranges)
+        high = max(p.alphabet[-1] for p in self.instances)
+        return range(low, high + 1)
+
+    @property
+    def expected_messages_per_user(self) -> float:
+        """Worst-case user: every instance's noise messages plus the largest data-message overhead (per column)."""
+        noise = sum(_noise_messages(p) for p in self.instances)
+        return noise + max(_data_messages(p) for p in self.instances)
+
+    def average_messages_per_user(self, x: Any) -> float:
+        """Expected messages per user (per column) for these inputs: noise everywhere plus data messages where sent."""
+        values = self._integer_view(x)
+        sub = sub_domain_index(values)
+        data = np.zeros(values.shape)
+        for j, protocol in enumerate(self.instances):
+            data += _data_messages(protocol) * ((sub == j) & (values != 0))
+        return sum(_noise_messages(p) for p in self.instances) + float(data.mean())
+
+    def bits_per_message(self, n_instances: int = 1) -> int:
+        """Instance tag (``n_instances (log2 U + 1)`` instances) plus the widest instance's value bits."""
+        n_instances = check_integer(n_instances, "n_instances", type(self).__name__, low=1)
+        total = n_instances * self.n_sub_domains
+        tag_bits = math.ceil(math.log2(total)) if total > 1 else 0
+        return tag_bits + max(p.bits_per_message(1) for p in self.instances)
+
+    @cached_property
+    def thresholds(self) -> np.ndarray:
+        """``T_j`` per sub-domain (integer units): an empty sub-domain reaches it w.p. at most ``beta / (log2 U + 1)``."""
+        share = self.failure_probability / self.n_sub_domains
+        result = []
+        for protocol in self.instances:
+            budget = share - _wrap_probability(protocol)
+            if not budget > 0:
+                raise invalid("failure_probability", type(self).__name__, "larger than the instances' wrap-around chance", share)
+            result.append(_scale(protocol) * upper_tail_threshold(_noise_ratio(protocol), budget))
+        return np.array(result, dtype=float)
+
+    def empty_pass_probability(self) -> np.ndarray:
+        """Exact chance that an empty sub-domain's estimate reaches its threshold (GKMPS21), or a bound (BBGN20)."""
+        result = []
+        for protocol, threshold in zip(self.instances, self.thresholds, strict=True):
+            ratio, t = _noise_ratio(protocol), round(threshold / _scale(protocol))
+            result.append(ratio**t / (1 + ratio) + _wrap_probability(protocol))
+        return np.array(result)
+
+    def sub_domain_variances(self) -> np.ndarray:
+        """Variance of each ``S_j``'s noise (integer units, without rounding)."""
+        return np.array([_scale(p) ** 2 * discrete_laplace_variance(_noise_ratio(p)) for p in self.instances])
+
+    # ----------------------------------------------------------------- inputs
+    def _integer_view(self, x: Any) -> np.ndarray:
+        """Validate inputs (no rounding): integers, or reals for ``resolution``; shape ``(n, k)``."""
+        owner = type(self).__name__
+        if self.resolution is None:
+            array = check_array(x, "x", owner, ndim=(1, 2), low=0, high=self.domain, integer=True).astype(np.int64)
+        else:
+            array = check_array(x, "x", owner, ndim=(1, 2), low=0.0, high=self.domain * self.resolution).astype(float)
+            array = np.floor(array / self.resolution).astype(np.int64)  # for message counting only
+        check_user_count(array, self.n_users, owner)
+        return array.reshape(array.shape[0], -1)
+
+    def _inputs(self, x: Any, rng: np.random.Generator) -> np.ndarray:
+        """Integer inputs ``(n, k)`` in ``{0..U}``: validated, and randomly rounded for real inputs."""
+        owner = type(self).__name__
+        if self.resolution is None:
+            return self._integer_view(x)
+        array = check_array(x, "x", owner, ndim=(1, 2), low=0.0, high=self.domain * self.resolution).astype(float)
+        check_user_count(array, self.n_users, owner)
+        rounded = randomized_round(array / self.resolution, rng)
+        return np.minimum(rounded, self.domain).reshape(array.shape[0], -1)  # x/res <= U, so the cap never binds
+
+    def _columns(self, values: np.ndarray) -> list[np.ndarray]:
+        sub = sub_domain_index(values)
+        return [np.where(sub == j, values, 0) for j in range(self.n_sub_domains)]
+
+    # ----------------------------------------------------------------- roles
+    def randomize(self, x: Any, *, rng: RNGLike = None) -> MessageBatch:
+        """Every user's messages for every (column, sub-domain) instance, tagged ``column (log2 U + 1) + j``."""
+        generator = as_generator(rng, type(self).__name__)
+        values = self._inputs(x, generator)
+        instance_parts, value_parts = [], []
+        for j, (protocol, column) in enumerate(zip(self.instances, self._columns(values), strict=True)):
+            batch = protocol.randomize(column, rng=generator)
+            instance_parts.append(batch.instances * self.n_sub_domains + j)
+            value_parts.append(batch.values)
+        n_instances = values.shape[1] * self.n_sub_domains
+        return MessageBatch(np.concatenate(instance_parts), np.concatenate(value_parts), n_instances=n_instances)
+
+    def sample_view(self, x: Any, *, rng: RNGLike = None) -> SparseMessageHistogram:  # type: ignore[override]
+        """The view assembled from every instance's own fast view (GKMPS21: NB totals; BBGN20: counted shares)."""
+        generator = as_generator(rng, type(self).__name__)
+        values = self._inputs(x, generator)
+        parts = []
+        for j, (protocol, column) in enumerate(zip(self.instances, self._columns(values), strict=True)):
+            view = protocol.sample_view(column, rng=generator)
+            if isinstance(view, MessageHistogram):
+                local, positions = np.nonzero(view.counts)
+                parts.append((local, np.asarray(view.alphabet)[positions], view.counts[local, positions], j))
+            else:
+                parts.append((view.instances, view.values, view.counts, j))
+        return SparseMessageHistogram.from_pairs(
+            np.concatenate([local * self.n_sub_domains + j for local, _, _, j in parts]),
+            np.concatenate([v for _, v, _, _ in parts]),
+            np.concatenate([c for _, _, c, _ in parts]),
+            values.shape[1] * self.n_sub_domains,
+        )
+
+    def view(self, messages: SparseMessageHistogram | MessageBatch) -> SparseMessageHistogram:  # type: ignore[override]
+        """The sparse view of a batch, checked: every value must be one its instance can send."""
+        owner = type(self).__name__
+        if isinstance(messages, MessageBatch):
+            messages = SparseMessageHistogram.from_messages(messages)
+        if not isinstance(messages, SparseMessageHistogram):
+            raise invalid("view", owner, "a SparseMessageHistogram or MessageBatch", type(messages).__name__)
+        if messages.n_instances % self.n_sub_domains:
+            raise invalid("view", owner, f"a multiple of {self.n_sub_domains} instances", messages.n_instances)
+        sub = messages.instances % self.n_sub_domains
+        for j, protocol in enumerate(self.instances):
+            values = messages.values[sub == j]
+            if isinstance(protocol, SparseMultiMessageSum):
+                bad = (values < 0) | (values >= protocol.modulus)
+            else:
+                bad = (values == 0) | (np.abs(values) > protocol.levels)
+            if np.any(bad):
+                raise invalid("view", owner, f"values its instance {j} can send", int(values[bad][0]))
+        return messages
+
+    def sub_domain_estimates(self, view: SparseMessageHistogram | MessageBatch) -> np.ndarray:
+        """``S_j`` per column and sub-domain, each by its own instance's analyzer: shape ``(k, log2 U + 1)``."""
+        sparse = self.view(view)
+        n_columns = sparse.n_instances // self.n_sub_domains
+        sub = sparse.instances % self.n_sub_domains
+        estimates = np.zeros((n_columns, self.n_sub_domains))
+        for j, protocol in enumerate(self.instances):
+            mine = sub == j
+            local, values, counts = sparse.instances[mine] // self.n_sub_domains, sparse.values[mine], sparse.counts[mine]
+            if isinstance(protocol, SparseMultiMessageSum):
+                estimates[:, j] = protocol.analyze(SparseMessageHistogram(local, values, counts, n_columns))
+            else:
+                width = 2 * protocol.levels + 1
+                dense = np.bincount(local * width + values + protocol.levels, weights=counts, minlength=n_columns * width)
+                dense = np.delete(dense.reshape(n_columns, width).astype(np.int64), protocol.levels, axis=1)
+                estimates[:, j] = protocol.analyze(MessageHistogram(dense, protocol.alphabet))
+        return estimates
+
+    def combine(self, sub_domain_estimates: np.ndarray) -> ClippedSumResult:
+        """The threshold rule and the clipped sum, from the sub-domain estimates (post-processing)."""
+        estimates = np.asarray(sub_domain_estimates, dtype=float)
+        passed = estimates >= self.thresholds[None, :]
+        last = self.n_sub_domains - 1 - np.argmax(passed[:, ::-1], axis=1)
+        clipping_index = np.where(passed.any(axis=1), last, 0)
+        keep = np.arange(self.n_sub_domains)[None, :] <= clipping_index[:, None]
+        unit = 1.0 if self.resolution is None else self.resolution
+        return ClippedSumResult(
+            estimate=unit * (estimates * keep).sum(axis=1),
+            sub_domain_estimates=estimates,
+            passed=passed,
+            clipping_index=clipping_index,
+            clipping_threshold=2**clipping_index,
+        )
+
+    def analyze_details(self, view: SparseMessageHistogram | MessageBatch) -> ClippedSumResult:
+        """Everything the analyzer computes (estimates, thresholds passed, ``j*``, ``tau``)."""
+        return self.combine(self.sub_domain_estimates(view))
+
+    def analyze(self, view: SparseMessageHistogram | MessageBatch) -> np.ndarray:  # type: ignore[override]
+        """The clipped-sum estimate per column, shape ``(k,)``."""
+        return self.analyze_details(view).estimate
+
+    def sample_sub_domain_estimates(self, x: Any, *, rng: RNGLike = None) -> np.ndarray:
+        """The analyzer's ``S_j`` sampled exactly in law without materialising any message (the fast path)."""
+        generator = as_generator(rng, type(self).__name__)
+        values = self._inputs(x, generator)
+        columns = self._columns(values)
+        return np.stack([_sample_outputs(p, c, generator) for p, c in zip(self.instances, columns, strict=True)], axis=1)
+
+    def run(self, x: Any, *, rng: RNGLike = None, path: str = "fast") -> np.ndarray:
+        """Run the protocol.
+
+        Args:
+            x: the users' inputs, ``(n_users,)`` or ``(n_users, k)``.
+            rng: randomness for the randomizers and the shuffler.
+            path: ``"faithful"`` materialises, shuffles and analyses every message; ``"fast"``
+                samples each instance's analyzer output directly (`sample_sub_domain_estimates`),
+                exact in law (tested against the faithful path), then applies the same threshold
+                rule. `sample_view` gives the full message view when it is wanted.
+        """
+        owner = type(self).__name__
+        path = check_choice(path, "path", owner, EXECUTION_PATHS)
+        generator = as_generator(rng, owner)
+        if path == "faithful":
+            return super().run(x, rng=generator, path="faithful")
+        return self.combine(self.sample_sub_domain_estimates(x, rng=generator)).estimate
+
+
+# --------------------------------------------------------------------------- baselines over the full domain
+def default_rounding_levels(epsilon: float, n_users: int, domain: int) -> int:
+    """``min(U, ceil(epsilon sqrt(n)))``: GKMPS21's rounding granularity for the full-domain baseline.
+
+    With ``D`` levels the rounding error has standard deviation at most ``(U/D) sqrt(n)/2``
+    against the central noise's ``~ sqrt(2) U/(0.7 epsilon)``; at ``D = epsilon sqrt(n)`` rounding
+    adds about 3% to the error variance. (Seed 004 rounds to a coarser grid of its own; its value
+    was lost in extraction.)
+
+    Examples:
+        >>> default_rounding_levels(1.0, 100_000, 2**20)
+        317
+    """
+    owner = "default_rounding_levels"
+    epsilon = check_epsilon(epsilon, owner)
+    n_users = check_integer(n_users, "n_users", owner, low=1)
+    domain = check_integer(domain, "domain", owner, low=1)
+    return int(min(domain, math.ceil(epsilon * math.sqrt(n_users))))
+
+
+def full_domain_correlated_sum(
+    *, epsilon: float, delta: float, n_users: int, domain: int, levels: int | None = None
+) -> CorrelatedNoiseSum:
+    """GKMPS21 over the whole domain ``{0..U}`` (baseline), with random rounding to `default_rounding_levels`.
+
+    Examples:
+        >>> baseline = full_domain_correlated_sum(epsilon=1.0, delta=1e-6, n_users=10_000, domain=2**20)
+        >>> baseline.levels, baseline.guarantee.epsilon
+        (100, 1.0)
+    """
+    if levels is None:
+        levels = default_rounding_levels(epsilon, n_users, domain)
+    return CorrelatedNoiseSum.from_privacy(epsilon=epsilon, delta=delta, n_users=n_users, domain=domain, levels=levels)
+
+
+def full_domain_multi_message_sum(*, epsilon: float, delta: float, n_users: int, domain: int) -> SparseMultiMessageSum:
+    """BBGN20 over the whole domain ``{0..U}`` (baseline), with the sparse view (any modulus up to ``2^46``).
+
+    Examples:
+        >>> full_domain_multi_message_sum(epsilon=1.0, delta=1e-6, n_users=100_000, domain=2**20).n_shares
+        6
+    """
+    return SparseMultiMessageSum.from_privacy(epsilon=epsilon, delta=delta, n_users=n_users, domain=domain)
+
+
+# --------------------------------------------------------------------------- central-DP reference
+CENTRAL_SAMPLERS = ("opendp", "numpy")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CentralClippedSum:
+    """Central-DP reference: clip each value to ``[0, tau]``, sum, add discrete Laplace noise of ratio ``e^{-epsilon/tau}``.
+
+    Args:
+        epsilon: the pure epsilon for the given ``tau``.
+        clipping_bound: ``tau`` (a positive integer), or ``None`` for the **oracle** ``tau = max_i x_i``.
+        sampler: ``"opendp"`` (OpenDP's exact discrete Laplace sampler; not seedable) or ``"numpy"``
+            (`privsum.shuffle.noise.sample_discrete_laplace` with ``rng``, reproducible).
+
+    Privacy:
+        Replace-one, central (a trusted curator sees every value). With a given ``tau``: pure
+        ``epsilon``-DP (sensitivity ``tau``; the OpenDP path checks its privacy map). With the
+        oracle ``tau`` the threshold is read from the data: **not differentially private**; it is the
+        reference "clipping at the true maximum" and its `guarantee` is ``epsilon = inf``.
+
+    Utility:
+        Bias ``-sum_i max(x_i - tau, 0)``; noise variance ``2a/(1-a)^2`` with ``a = e^{-epsilon/tau}``.
+
+    Examples:
+        >>> central = CentralClippedSum(epsilon=1.0, clipping_bound=100, sampler="numpy")
+        >>> bool(abs(central.release(np.full(1_000, 50), rng=0) - 50_000) < 2_000)
+        True
+        >>> CentralClippedSum(epsilon=1.0).guarantee.epsilon
+        inf
+    """
+
+    epsilon: float
+    clipping_bound: int | None = None
+    sampler: str = "opendp"
+
+    def __post_init__(self) -> None:
+        owner = type(self).__name__
+        check_epsilon(self.epsilon, owner)
+        if self.clipping_bound is not None:
+            check_integer(self.clipping_bound, "clipping_bound", owner, low=1)
+        check_choice(self.sampler, "sampler", owner, CENTRAL_SAMPLERS)
+
+    @property
+    def guarantee(self) -> PrivacyGuarantee:
+        """``(epsilon, 0)`` replace-one for a given ``tau``; no guarantee (``inf``) for the oracle."""
+        return PrivacyGuarantee(self.epsilon if self.clipping_bound is not None else math.inf, 0.0)
+
+    @property
+    def event(self) -> GuaranteeEvent:
+        return GuaranteeEvent(self.guarantee)
+
+    def release(self, x: Any, *, rng: RNGLike = None) -> float:
+        """The noisy clipped sum of the integers ``x`` (``(n,)``, non-negative)."""
+        owner = type(self).__name__
+        values = check_array(x, "x", owner, ndim=1, low=0, integer=True).astype(np.int64)
+        bound = int(values.max()) if self.clipping_bound is None else self.clipping_bound
+        bound = max(bound, 1)
+        total = int(np.minimum(values, bound).sum())
+        if self.sampler == "numpy":
+            return float(total + sample_discrete_laplace(as_generator(rng, owner), math.exp(-self.epsilon / bound), 1)[0])
+        return float(_opendp_discrete_laplace(total, bound, self.epsilon))
+
+
+def _opendp_discrete_laplace(total: int, sensitivity: int, epsilon: float) -> int:
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    measurement = dp.m.make_laplace(dp.atom_domain(T="i64"), dp.absolute_distance(T="i64"), scale=sensitivity / epsilon)
+    if not measurement.map(sensitivity) <= epsilon * (1 + 1e-12):
+        raise invalid("epsilon", "CentralClippedSum", "met by OpenDP's privacy map", measurement.map(sensitivity))
+    return int(measurement(total))

@@ -1,6 +1,6 @@
-"""privsum's main job: a short tour of the shared privacy accountant.
+"""A short tour of the shared privacy accountant.
 
-Run with ``python examples/main.py``. Prints the exact privacy profile of shuffled binary
+Run with ``python examples/accountant_tour.py``. Prints the exact privacy profile of shuffled binary
 randomized response, amplification by shuffling, and a ledger composed three ways.
 """
 

@@ -1,0 +1,18 @@
+"""``python -m privsum demo``: the bundled end-to-end example."""
+
+from __future__ import annotations
+
+import sys
+
+
+def _main(argv: list[str]) -> int:
+    if not argv or argv[0] != "demo":
+        print("usage: python -m privsum demo [--help]", file=sys.stderr)
+        return 2
+    from privsum.demo import main
+
+    return main(argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

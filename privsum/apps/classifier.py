@@ -1,0 +1,287 @@
+"""Private highest-density-class classifier and class decoder over shuffled-DP KDEs (seed 001 §3.3)."""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from typing import Any
+
+import numpy as np
+
+from privsum._random import RNGLike, as_generator
+from privsum._validation import check_array, check_choice, check_delta, check_epsilon, check_integer, check_real, invalid
+from privsum.accounting.accountant import PrivacyAccountant
+from privsum.accounting.events import GuaranteeEvent
+from privsum.accounting.guarantee import PrivacyGuarantee, ThreatModel
+from privsum.apps.labels import label_event, randomize_labels
+from privsum.bitsum import (
+    CentralGaussianBitSum,
+    CentralLaplaceBitSum,
+    ExactBitSum,
+    LocalRRBitSum,
+    PureBitSum,
+    RRBitSum,
+    ThreeNBBitSum,
+)
+from privsum.exceptions import PrivacyLeakWarning
+from privsum.kde.function import KDEFunction
+from privsum.kde.protocol import ShuffledKDE
+from privsum.lsq import LSQFamily, RandomFourierFeatures, RandomSigns, SignedRandomProjection
+
+__all__ = ["KERNELS", "PROTOCOLS", "ShuffledKDEClassifier", "decode_class"]
+
+PROTOCOLS = {
+    "rr": RRBitSum,
+    "3nb": ThreeNBBitSum,
+    "pure": PureBitSum,
+    "local": LocalRRBitSum,
+    "central-gaussian": CentralGaussianBitSum,
+    "central-laplace": CentralLaplaceBitSum,
+    "exact": ExactBitSum,
+}
+KERNELS = ("gaussian", "ip", "lsh")
+_MIN_CLASS_USERS = 2
+
+
+class ShuffledKDEClassifier:
+    """Highest-density-class classifier trained with shuffled differential privacy.
+
+    ``fit`` runs the protocol of seed 001 §3.3: every user reports a label through m-ary
+    randomized response (``label_epsilon``); the noisy class counts ``n_c`` are published; the
+    users of each reported class run the shuffled KDE protocol (`privsum.kde.ShuffledKDE`) with
+    ``n = n_c``; ``predict`` returns ``argmax_c K_c(x)``. Follows scikit-learn conventions:
+    ``__init__`` only stores, fitted attributes end with ``_``.
+
+    Args:
+        classes: the public label set. ``None`` infers it from the data, which reveals it: a
+            `PrivacyLeakWarning` is raised.
+        kernel: ``"gaussian"`` (random Fourier features, bandwidth ``bandwidth``), ``"ip"``
+            (inner product, random signs) or ``"lsh"`` (angular, signed random projections).
+        protocol: a bit-sum protocol name from `PROTOCOLS` (``"rr"``, ``"3nb"``, ``"pure"``,
+            ``"local"``, ``"central-gaussian"``, ``"central-laplace"``, ``"exact"``).
+        epsilon: the KDE part's epsilon (per user: each user joins one class's KDE).
+        delta: the KDE part's delta.
+        label_epsilon: epsilon of the label round; ``inf`` sends labels in the clear (and the
+            reported guarantee is then infinite, since the published counts reveal labels).
+        n_repetitions: ``I``; default the data dimension (seed 001 §4).
+        bandwidth: Gaussian-kernel bandwidth ``h`` in ``exp(-||x-y||^2/h^2)``.
+        lsh_bits: concatenated sign bits for ``kernel="lsh"``.
+        accounting: ``"tight"`` (PLD) or ``"seed"`` (Theorem 3.2) for the per-class calibration.
+        calibration: the bit sum's calibration, ``"tight"`` or ``"analytic"``.
+        random_state: seed of the public LSQ draws and of the simulated users' randomness.
+
+    Privacy:
+        Replace-one neighbours on (point, label). The label round is ``label_epsilon``-DP; given
+        the reported labels, each user's point enters exactly one class's KDE, which is
+        ``(epsilon, delta)``-DP, so the whole run is ``(epsilon + label_epsilon, delta)``-DP by
+        adaptive composition (tighter by PLD). Seed 001 Corollary 3.4 states ``(epsilon, delta)``
+        under the model threat; that holds for neighbours that keep the label, but the released
+        model includes the noisy counts, which depend on labels, so privsum reports
+        ``epsilon + label_epsilon`` (composed) under both threat models; see ``guarantees_``.
+
+    Examples:
+        >>> rng = np.random.default_rng(0)
+        >>> X = np.vstack([rng.normal([3, 0], 0.3, (300, 2)), rng.normal([-3, 0], 0.3, (300, 2))])
+        >>> y = np.repeat(["a", "b"], 300)
+        >>> model = ShuffledKDEClassifier(classes=["a", "b"], protocol="exact", n_repetitions=64, random_state=0)
+        >>> model.fit(X, y).predict(np.array([[3.0, 0.0], [-3.0, 0.0]])).tolist()
+        ['a', 'b']
+    """
+
+    def __init__(
+        self,
+        *,
+        classes: Any = None,
+        kernel: str = "gaussian",
+        protocol: str = "3nb",
+        epsilon: float = 2.0,
+        delta: float = 1e-6,
+        label_epsilon: float = 2.0,
+        n_repetitions: int | None = None,
+        bandwidth: float = 1.0,
+        lsh_bits: int = 4,
+        accounting: str = "tight",
+        calibration: str = "tight",
+        random_state: RNGLike = None,
+    ) -> None:
+        self.classes = classes
+        self.kernel = kernel
+        self.protocol = protocol
+        self.epsilon = epsilon
+        self.delta = delta
+        self.label_epsilon = label_epsilon
+        self.n_repetitions = n_repetitions
+        self.bandwidth = bandwidth
+        self.lsh_bits = lsh_bits
+        self.accounting = accounting
+        self.calibration = calibration
+        self.random_state = random_state
+
+    # ----- fitting --------------------------------------------------------------------------
+
+    def fit(self, X: Any, y: Any) -> ShuffledKDEClassifier:
+        """Run the private training protocol on users' points ``X`` and labels ``y``."""
+        owner = type(self).__name__
+        points = check_array(X, "X", owner, ndim=2)
+        labels = np.asarray(y)
+        if labels.ndim != 1 or labels.shape[0] != points.shape[0]:
+            raise invalid("y", owner, f"a 1-D array with one label per row of X ({points.shape[0]})", f"shape {labels.shape}")
+        self._check_parameters()
+        self.classes_ = self._resolve_classes(labels)
+        encoded = self._encode(labels)
+        rng = as_generator(self.random_state, owner)
+        self.family_ = self._build_family(points.shape[1], int(rng.integers(2**62)))
+        reported = randomize_labels(encoded, len(self.classes_), self.label_epsilon, rng)
+        self.class_counts_ = np.bincount(reported, minlength=len(self.classes_))
+        self.densities_ = self._fit_classes(points, reported, rng)
+        self.accountant_ = self._account()
+        return self
+
+    def _check_parameters(self) -> None:
+        owner = type(self).__name__
+        check_choice(self.kernel, "kernel", owner, KERNELS)
+        check_choice(self.protocol, "protocol", owner, tuple(PROTOCOLS))
+        check_epsilon(self.epsilon, owner)
+        check_delta(self.delta, owner)
+        check_epsilon(self.label_epsilon, owner, "label_epsilon", allow_infinite=True)
+        if self.n_repetitions is not None:
+            check_integer(self.n_repetitions, "n_repetitions", owner, low=1)
+        check_real(self.bandwidth, "bandwidth", owner, low=0.0, low_open=True)
+        check_integer(self.lsh_bits, "lsh_bits", owner, low=1, high=16)
+        check_choice(self.accounting, "accounting", owner, ("tight", "seed"))
+        check_choice(self.calibration, "calibration", owner, ("tight", "analytic"))
+
+    def _resolve_classes(self, labels: np.ndarray) -> np.ndarray:
+        if self.classes is None:
+            warnings.warn(
+                "classes=None: the label set is inferred from the private data, which reveals it. "
+                "Pass the public label set as `classes`.",
+                PrivacyLeakWarning,
+                stacklevel=3,
+            )
+            return np.unique(labels)
+        classes = np.asarray(self.classes)
+        if classes.ndim != 1 or len(np.unique(classes)) != classes.size or classes.size < 2:
+            raise invalid("classes", type(self).__name__, "at least two distinct labels", self.classes)
+        return classes
+
+    def _encode(self, labels: np.ndarray) -> np.ndarray:
+        index = {label: position for position, label in enumerate(self.classes_.tolist())}
+        unknown = [label for label in np.unique(labels).tolist() if label not in index]
+        if unknown:
+            raise invalid("y", type(self).__name__, f"labels from classes {self.classes_.tolist()}", unknown[:5])
+        return np.array([index[label] for label in labels.tolist()], dtype=np.int64)
+
+    def _build_family(self, dimension: int, seed: int) -> LSQFamily:
+        repetitions = dimension if self.n_repetitions is None else self.n_repetitions
+        if self.kernel == "gaussian":
+            return RandomFourierFeatures(dimension=dimension, n_repetitions=repetitions, bandwidth=self.bandwidth, seed=seed)
+        if self.kernel == "ip":
+            return RandomSigns(dimension=dimension, n_repetitions=repetitions, seed=seed)
+        return SignedRandomProjection(dimension=dimension, n_repetitions=repetitions, n_bits=self.lsh_bits, seed=seed)
+
+    def _fit_classes(self, points: np.ndarray, reported: np.ndarray, rng: np.random.Generator) -> list[KDEFunction | None]:
+        """One KDE per reported class, all sharing one calibration done for the smallest class.
+
+        Every bit sum here is at least as private with more users at the same noise parameters
+        (the extra users' reports are independent of the target: post-processing), so the
+        parameters calibrated for ``n_min`` users are reused with each class's own ``n_c >= n_min``;
+        each class still reports the guarantee computed for its own ``n_c``.
+        """
+        sizes = [int(np.count_nonzero(reported == c)) for c in range(len(self.classes_))]
+        eligible = [size for size in sizes if size >= _MIN_CLASS_USERS]
+        if not eligible:
+            raise invalid("y", type(self).__name__, f"at least one class with {_MIN_CLASS_USERS} reported users", sizes)
+        template = self._calibrate(min(eligible))
+        densities: list[KDEFunction | None] = []
+        for c, size in enumerate(sizes):
+            if size < _MIN_CLASS_USERS:
+                densities.append(None)
+                continue
+            kde = dataclasses.replace(template, bitsum=dataclasses.replace(template.bitsum, n_users=size))
+            densities.append(kde.run(points[reported == c], rng=rng))
+        return densities
+
+    def _calibrate(self, n_users: int) -> ShuffledKDE:
+        if self.protocol == "exact":
+            return ShuffledKDE(family=self.family_, bitsum=ExactBitSum(n_users=n_users))
+        return ShuffledKDE.from_privacy(
+            family=self.family_,
+            protocol=PROTOCOLS[self.protocol],
+            epsilon=self.epsilon,
+            delta=self.delta,
+            n_users=n_users,
+            accounting=self.accounting,
+            calibration=self.calibration,
+        )
+
+    def _account(self) -> PrivacyAccountant:
+        accountant = PrivacyAccountant()
+        accountant.compose(label_event(self.label_epsilon, len(self.classes_)), label="label round (m-ary RR)")
+        accountant.compose(GuaranteeEvent(self.kde_guarantee_), label=f"per-class shuffled KDE ({self.protocol}, {self.kernel})")
+        return accountant
+
+    # ----- fitted behaviour ---------------------------------------------------------------
+
+    @property
+    def kde_guarantee_(self) -> PrivacyGuarantee:
+        """The KDE part alone: the guarantee for neighbours that keep their (public) label."""
+        self._check_fitted()
+        return max((d.guarantee for d in self.densities_ if d is not None), key=lambda g: (g.epsilon, g.delta))
+
+    @property
+    def guarantees_(self) -> dict[str, PrivacyGuarantee]:
+        """Overall guarantee at ``delta`` under each threat model."""
+        self._check_fitted()
+        return {t.value: self.accountant_.guarantee(self.delta, threat_model=t) for t in ThreatModel}
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """Private density of each class at each point, shape ``(n, n_classes)``; empty classes get ``-inf``."""
+        self._check_fitted()
+        points = self.family_.check_points(check_array(X, "X", type(self).__name__, ndim=2), "X")
+        columns = [np.full(points.shape[0], -np.inf) if d is None else d(points) for d in self.densities_]
+        return np.stack(columns, axis=1)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """The class of highest private density at each point."""
+        scores = self.decision_function(X)
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    def score(self, X: Any, y: Any) -> float:
+        """Accuracy of `predict` on ``(X, y)``."""
+        return float(np.mean(self.predict(X) == np.asarray(y)))
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "densities_"):
+            raise AttributeError(f"This {type(self).__name__} instance is not fitted yet; call 'fit' first.")
+
+
+def decode_class(model: ShuffledKDEClassifier, label: Any, words: Any, embeddings: Any, *, top_k: int = 10) -> list[str]:
+    """The ``top_k`` words of a public vocabulary with the highest private density for ``label``.
+
+    Privacy:
+        Post-processing of the fitted model with public data: no further cost.
+
+    Examples:
+        >>> rng = np.random.default_rng(1)
+        >>> X = np.vstack([rng.normal([3, 0], 0.3, (200, 2)), rng.normal([-3, 0], 0.3, (200, 2))])
+        >>> model = ShuffledKDEClassifier(classes=[0, 1], protocol="exact", n_repetitions=64, random_state=0)
+        >>> model = model.fit(X, np.repeat([0, 1], 200))
+        >>> decode_class(model, 0, ["east", "west"], np.array([[3.0, 0.0], [-3.0, 0.0]]), top_k=1)
+        ['east']
+    """
+    model._check_fitted()
+    matches = np.flatnonzero(model.classes_ == label)
+    if matches.size != 1:
+        raise invalid("label", "decode_class", f"one of {model.classes_.tolist()}", label)
+    top_k = check_integer(top_k, "top_k", "decode_class", low=1)
+    words = list(words)
+    vectors = check_array(embeddings, "embeddings", "decode_class", ndim=2)
+    if vectors.shape[0] != len(words):
+        raise invalid("embeddings", "decode_class", f"one row per word ({len(words)})", f"shape {vectors.shape}")
+    density = model.densities_[int(matches[0])]
+    if density is None:
+        return []
+    scores = density(vectors)
+    order = np.argsort(-scores, kind="stable")[:top_k]
+    return [words[i] for i in order]

@@ -1,0 +1,26 @@
+import math
+
+from privsum.__main__ import _main
+from privsum.demo import main, run_demo
+
+
+def test_demo_runs_end_to_end_at_a_tiny_size(tmp_path, capsys):
+    assert main(["--epsilons", "4", "--per-class", "30", "--repetitions", "8", "--output", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert "3nb" in printed and "replace-one" in printed and "Decoded words" in printed
+    assert (tmp_path / "accuracy_vs_epsilon.svg").read_text().startswith("<svg")
+    rows = (tmp_path / "accuracy_vs_epsilon.csv").read_text().splitlines()
+    assert rows[0].startswith("protocol,kernel,epsilon,accuracy") and len(rows) == 1 + 2 + 2 * 4
+
+
+def test_private_runs_report_a_finite_guarantee_including_the_label_round():
+    results, decoded = run_demo(epsilons=(4.0,), kernels=("gaussian",), protocols=("3nb",), per_class=30, n_repetitions=8)
+    private = [r for r in results if math.isfinite(r.epsilon)]
+    assert all("replace-one" in r.guarantee for r in private)
+    assert 0.0 <= min(r.accuracy for r in results) <= max(r.accuracy for r in results) <= 1.0
+    assert set(decoded) == {"noun.animal", "noun.food", "noun.plant"}
+
+
+def test_module_entry_point_rejects_unknown_commands(capsys):
+    assert _main(["train"]) == 2
+    assert "usage" in capsys.readouterr().err

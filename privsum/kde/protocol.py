@@ -163,7 +163,7 @@ class ShuffledKDE(ShuffleProtocol):
             return self._seed_guarantee()
         if self.delta == 0.0:
             return self.event.guarantee
-        return PrivacyGuarantee(self.event.pld().epsilon(self.delta), self.delta, self.bitsum.neighbouring)
+        return _composed_guarantee(self.event, self.delta)
 
     def _seed_guarantee(self) -> PrivacyGuarantee:
         instance = self.bitsum.guarantee
@@ -432,3 +432,9 @@ def _tight_calibration(build: Any, *, epsilon: float, delta: float, delta0: floa
         return candidate  # the event is the worst mechanism with its headline: nothing sharper to find
     refined, _ = _largest_feasible(lambda e0: build(e0).guarantee.epsilon, epsilon, generic, epsilon, min(max(slope, 1.0), 1.3))
     return build(refined)
+
+
+@functools.lru_cache(maxsize=64)
+def _composed_guarantee(event: ComposedEvent, delta: float) -> PrivacyGuarantee:
+    """PLD composition at ``delta``, cached: many KDEs share one calibrated bit sum and family size."""
+    return PrivacyGuarantee(event.pld().epsilon(delta), delta, event.neighbouring)

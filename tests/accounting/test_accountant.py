@@ -107,5 +107,6 @@ def test_discrete_gaussian_event_composes_by_its_exact_pld():
     composed = ComposedEvent(event, 64).pld().epsilon(1e-6)
     generic = ComposedEvent(GuaranteeEvent(event.guarantee), 64).pld().epsilon(1e-6)
     assert composed < generic  # the Gaussian's own PLD beats composing its headline
+    event.check_headline()
     with pytest.raises(InvalidParameterError, match="met by the mechanism"):
-        DiscreteGaussianEvent(1.0, PrivacyGuarantee(0.1, 1e-9))
+        DiscreteGaussianEvent(1.0, PrivacyGuarantee(0.1, 1e-9)).check_headline()

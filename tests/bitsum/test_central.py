@@ -107,3 +107,10 @@ def test_validation_names_the_parameter():
         CentralLaplaceBitSum(n_users=10, scale=0.0)
     with pytest.raises(InvalidParameterError, match="'sigma'"):
         _sample_discrete_gaussian(np.random.default_rng(0), -1.0, (3,))
+
+
+def test_central_gaussian_headline_is_met_by_its_exact_pld():
+    from privsum.bitsum import CentralGaussianBitSum
+
+    for epsilon in (0.1, 1.0):
+        CentralGaussianBitSum.from_privacy(epsilon=epsilon, delta=1e-6, n_users=100, noise_source="numpy").event.check_headline()

@@ -15,6 +15,7 @@ simulations; numpy's generator is not cryptographically secure).
 
 from __future__ import annotations
 
+import abc
 import functools
 import math
 from dataclasses import dataclass
@@ -73,9 +74,9 @@ class _Curated(BitSumProtocol):
             self, "noise_source", check_choice(self.noise_source, "noise_source", type(self).__name__, NOISE_SOURCES)
         )
 
+    @abc.abstractmethod
     def noise(self, sums: np.ndarray, generator: np.random.Generator) -> np.ndarray:
         """The curator's noise for each instance."""
-        raise NotImplementedError
 
     def randomize(self, x: Any, *, rng: RNGLike = None) -> MessageBatch:
         bits = self.check_bits(x)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import warnings
 from typing import Any
 
@@ -41,6 +42,20 @@ PROTOCOLS = {
 }
 KERNELS = ("gaussian", "ip", "lsh")
 _MIN_CLASS_USERS = 2
+_PARAMETERS = (
+    "classes",
+    "kernel",
+    "protocol",
+    "epsilon",
+    "delta",
+    "label_epsilon",
+    "n_repetitions",
+    "bandwidth",
+    "lsh_bits",
+    "accounting",
+    "calibration",
+    "random_state",
+)
 
 
 class ShuffledKDEClassifier:
@@ -194,11 +209,14 @@ class ShuffledKDEClassifier:
             raise invalid("y", type(self).__name__, f"at least one class with {_MIN_CLASS_USERS} reported users", sizes)
         template = self._calibrate(min(eligible))
         densities: list[KDEFunction | None] = []
+        self.protocols_: list[ShuffledKDE | None] = []
         for c, size in enumerate(sizes):
             if size < _MIN_CLASS_USERS:
                 densities.append(None)
+                self.protocols_.append(None)
                 continue
             kde = dataclasses.replace(template, bitsum=dataclasses.replace(template.bitsum, n_users=size))
+            self.protocols_.append(kde)
             densities.append(kde.run(points[reported == c], rng=rng))
         return densities
 
@@ -234,6 +252,34 @@ class ShuffledKDEClassifier:
         """Overall guarantee at ``delta`` under each threat model."""
         self._check_fitted()
         return {t.value: self.accountant_.guarantee(self.delta, threat_model=t) for t in ThreatModel}
+
+    @property
+    def communication_(self) -> dict[str, float]:
+        """Per-user communication: the label message plus the KDE messages of the user's class.
+
+        ``expected_messages_per_user`` is the largest over classes (it is the same for all but
+        RR-free protocols whose noise shares depend on the class size); ``bits_per_message`` is the
+        KDE message width (instance tag plus value).
+        """
+        self._check_fitted()
+        protocols = [p for p in self.protocols_ if p is not None]
+        return {
+            "expected_messages_per_user": 1.0 + max(p.expected_messages_per_user for p in protocols),
+            "bits_per_message": float(max(p.bits_per_message() for p in protocols)),
+            "label_message_bits": float(max(1, math.ceil(math.log2(len(self.classes_))))),
+        }
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor parameters (scikit-learn convention)."""
+        return {name: getattr(self, name) for name in _PARAMETERS}
+
+    def set_params(self, **parameters: Any) -> ShuffledKDEClassifier:
+        """Set constructor parameters (scikit-learn convention); validated at `fit`."""
+        for name, value in parameters.items():
+            if name not in _PARAMETERS:
+                raise invalid(name, type(self).__name__, f"one of the parameters {sorted(_PARAMETERS)}", value)
+            setattr(self, name, value)
+        return self
 
     def decision_function(self, X: Any) -> np.ndarray:
         """Private density of each class at each point, shape ``(n, n_classes)``; empty classes get ``-inf``."""

@@ -78,3 +78,18 @@ def test_unfitted_and_decoder_validation():
         decode_class(model, "z", ["w"], np.zeros((1, 2)))
     with pytest.raises(InvalidParameterError, match="'embeddings'"):
         decode_class(model, "a", ["w", "v"], np.zeros((1, 2)))
+
+
+def test_communication_and_sklearn_parameter_protocol():
+    X, y = blobs(np.random.default_rng(6), 100)
+    model = ShuffledKDEClassifier(classes=["a", "b", "c"], protocol="rr", epsilon=4.0, n_repetitions=16, random_state=0)
+    assert model.get_params()["protocol"] == "rr"
+    assert model.set_params(epsilon=3.0).epsilon == 3.0
+    with pytest.raises(InvalidParameterError, match="'gamma'"):
+        model.set_params(gamma=1.0)
+    model.fit(X, y)
+    communication = model.communication_
+    assert communication["expected_messages_per_user"] == pytest.approx(1.0 + 16.0)  # RR: one message per instance
+    assert communication["bits_per_message"] == 4 + 1  # 16 instances -> 4 tag bits, 1 value bit
+    clone = ShuffledKDEClassifier(**model.get_params())
+    np.testing.assert_array_equal(clone.fit(X, y).predict(X), model.predict(X))  # same random_state, same model

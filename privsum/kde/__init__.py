@@ -7,7 +7,7 @@ and serialisable. `privsum.kde.theory` holds the closed forms of Theorems 3.2 an
 """
 
 from privsum.kde.function import KDEFunction
-from privsum.kde.protocol import ACCOUNTING_METHODS, CURATED_BITSUMS, ShuffledKDE, touched_per_repetition
+from privsum.kde.protocol import ACCOUNTING_METHODS, CURATED_BITSUMS, FEATURE_PRECISIONS, ShuffledKDE, touched_per_repetition
 from privsum.kde.theory import (
     GaussianKDEParameters,
     gaussian_kde_parameters,
@@ -19,6 +19,7 @@ from privsum.kde.theory import (
 __all__ = [
     "ACCOUNTING_METHODS",
     "CURATED_BITSUMS",
+    "FEATURE_PRECISIONS",
     "GaussianKDEParameters",
     "KDEFunction",
     "ShuffledKDE",

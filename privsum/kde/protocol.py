@@ -22,13 +22,16 @@ from privsum.exceptions import PrivacyLeakWarning
 from privsum.kde.function import KDEFunction
 from privsum.kde.theory import seed_composition_epsilon, seed_per_instance_epsilon, sup_rmse_bound
 from privsum.lsq.base import LSQFamily
+from privsum.lsq.rff import RandomFourierFeatures, apply_projection
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
 from privsum.shuffle.protocol import ShuffleProtocol
 
-__all__ = ["ACCOUNTING_METHODS", "ShuffledKDE"]
+__all__ = ["ACCOUNTING_METHODS", "FEATURE_PRECISIONS", "ShuffledKDE"]
 
 ACCOUNTING_METHODS = ("tight", "seed")
+#: Floating-point precision of random Fourier features in the rounding step.
+FEATURE_PRECISIONS = ("float64", "float32")
 
 #: Bit-sum baselines whose curator adds noise once to the total (not divisible over users).
 CURATED_BITSUMS = (CentralGaussianBitSum, CentralLaplaceBitSum, ExactBitSum)
@@ -59,6 +62,11 @@ class ShuffledKDE(ShuffleProtocol):
             composition for a pure bit sum).
         chunk_size: users processed at once. Working memory is ``O(chunk_size * I * Q)`` numbers
             at most, and repetitions are processed in blocks when ``chunk_size * I * Q`` is large.
+        precision: ``"float64"`` (default) rounds exactly the values ``family.f`` returns.
+            ``"float32"`` computes `RandomFourierFeatures` (the projection, the matmul and the
+            cosine) in single precision, 2 to 2.5 times faster at ``d = 768``; the bits are then
+            unbiased for features within about ``1e-5`` of the float64 ones (a bias far below the
+            bit-sum noise). Privacy does not depend on it. Other families always use their own ``f``.
 
     Privacy:
         Replace-one neighbours, communication threat (the adversary sees every message; the
@@ -98,6 +106,7 @@ class ShuffledKDE(ShuffleProtocol):
     delta: float = 0.0
     accounting: str = "tight"
     chunk_size: int = 4096
+    precision: str = "float64"
 
     def __post_init__(self) -> None:
         owner = "ShuffledKDE"
@@ -108,6 +117,7 @@ class ShuffledKDE(ShuffleProtocol):
         object.__setattr__(self, "delta", check_delta(self.delta, owner))
         check_choice(self.accounting, "accounting", owner, ACCOUNTING_METHODS)
         object.__setattr__(self, "chunk_size", check_integer(self.chunk_size, "chunk_size", owner, low=1))
+        check_choice(self.precision, "precision", owner, FEATURE_PRECISIONS)
 
     # ----- public description -------------------------------------------------------------
 
@@ -196,15 +206,14 @@ class ShuffledKDE(ShuffleProtocol):
     def round_to_bits(self, points: np.ndarray, rng: np.random.Generator, repetitions: slice | None = None) -> np.ndarray:
         """Each user's bits ``b_ij ~ Bern((1 + f_i(x)_j / R) / 2)``, shape ``(m, |repetitions| * Q)`` (int8).
 
-        ``b = 1`` exactly when ``R (2U - 1) < f_i(x)_j`` for ``U ~ U[0, 1)``, which has probability
-        ``(1 + f/R)/2``; written in place to keep one temporary.
+        ``b = 1`` exactly when ``R (2U - 1) < f_i(x)_j`` for ``U ~ U[0, 1)`` (float64), which has
+        probability ``(1 + f/R)/2`` up to the 2^-53 grid of the uniforms (float32 uniforms would be
+        no faster here and would put the probabilities on a 2^-24 grid). With ``precision="float64"``
+        the features are the family's own values (for `RandomFourierFeatures` computed in place by the
+        same operations, bit for bit), so the rounding is unbiased for exactly what ``family.f``
+        returns; ``"float32"``: see the class docstring.
         """
-        values = self.family.f(points, repetitions=repetitions)
-        values = values.reshape(values.shape[0], -1)
-        threshold = rng.random(values.shape)
-        threshold *= 2.0 * self.family.bound
-        threshold -= self.family.bound
-        return np.less(threshold, values).view(np.int8)
+        return _round_to_bits(self.family, points, rng, repetitions, _Workspace(), self.precision)
 
     def randomize(self, x: Any, *, rng: RNGLike = None) -> MessageBatch:
         """Every user's tagged messages (the faithful path: memory grows with ``n * I * Q``)."""
@@ -232,13 +241,14 @@ class ShuffledKDE(ShuffleProtocol):
         ones = np.zeros(self.n_instances, dtype=np.int64)
         n_seen = 0
         width = self.family.n_coordinates
+        workspace = _Workspace()  # buffers reused by every block: the bits never leave this loop
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PrivacyLeakWarning)  # each chunk is part of one run
             for chunk in self._chunks(x):
                 n_seen += chunk.shape[0]
                 for block in self._repetition_blocks(chunk.shape[0]):
                     columns = slice(block.start * width, block.stop * width)
-                    bits = self.round_to_bits(chunk, generator, block)
+                    bits = _round_to_bits(self.family, chunk, generator, block, workspace, self.precision)
                     if curated:
                         ones[columns] += bits.sum(axis=0, dtype=np.int64)
                     else:
@@ -287,6 +297,7 @@ class ShuffledKDE(ShuffleProtocol):
         accounting: str = "tight",
         calibration: str = "tight",
         chunk_size: int = 4096,
+        precision: str = "float64",
         protocol_options: Mapping[str, Any] | None = None,
     ) -> ShuffledKDE:
         """Calibrate the per-instance bit sum so the overall guarantee meets ``(epsilon, delta)``.
@@ -313,6 +324,7 @@ class ShuffledKDE(ShuffleProtocol):
             accounting: ``"tight"`` or ``"seed"``.
             calibration: passed to ``protocol.from_privacy`` (``"tight"`` or ``"analytic"``).
             chunk_size: users processed at once.
+            precision: ``"float64"`` or ``"float32"`` features in the rounding step (see the class).
             protocol_options: extra keyword arguments for ``protocol.from_privacy`` (e.g. ``noise_source``).
 
         Raises:
@@ -335,7 +347,9 @@ class ShuffledKDE(ShuffleProtocol):
         @functools.cache
         def build(epsilon0: float) -> ShuffledKDE:
             bitsum = protocol.from_privacy(epsilon=epsilon0, delta=delta0, n_users=n_users, calibration=calibration, **options)
-            return cls(family=family, bitsum=bitsum, delta=delta, accounting=accounting, chunk_size=chunk_size)
+            return cls(
+                family=family, bitsum=bitsum, delta=delta, accounting=accounting, chunk_size=chunk_size, precision=precision
+            )
 
         if delta == 0.0:
             result = build(epsilon / count)
@@ -349,6 +363,64 @@ class ShuffledKDE(ShuffleProtocol):
         if not (achieved.epsilon <= epsilon * (1 + 1e-9) and achieved.delta <= delta * (1 + 1e-9)):
             raise invalid("epsilon", owner, f"met by the calibrated protocol (it achieves {achieved})", epsilon)
         return result
+
+
+class _Workspace:
+    """Flat buffers grown on demand and reused across blocks, so that rounding allocates (and
+    page-faults in) its working memory once per run rather than once per block."""
+
+    def __init__(self) -> None:
+        self._buffers: dict[str, np.ndarray] = {}
+
+    def take(self, name: str, shape: tuple[int, int], dtype: type) -> np.ndarray:
+        size = shape[0] * shape[1]
+        buffer = self._buffers.get(name)
+        if buffer is None or buffer.size < size:
+            buffer = self._buffers[name] = np.empty(size, dtype=dtype)
+        return buffer[:size].reshape(shape)
+
+
+def _round_to_bits(
+    family: LSQFamily,
+    points: np.ndarray,
+    rng: np.random.Generator,
+    repetitions: slice | None,
+    workspace: _Workspace,
+    precision: str = "float64",
+) -> np.ndarray:
+    """`ShuffledKDE.round_to_bits` writing into ``workspace`` (the result is a view of its buffer)."""
+    values = _features(family, points, repetitions, workspace, precision)
+    threshold = rng.random(out=workspace.take("uniforms", values.shape, np.float64))
+    threshold *= 2.0 * family.bound
+    threshold -= family.bound
+    return np.less(threshold, values, out=workspace.take("bits", values.shape, np.bool_)).view(np.int8)
+
+
+def _features(
+    family: LSQFamily, points: np.ndarray, repetitions: slice | None, workspace: _Workspace, precision: str = "float64"
+) -> np.ndarray:
+    """``family.f(points)`` flattened to ``(m, |repetitions| * Q)``.
+
+    Random Fourier features are the dominant cost at scale (a matmul, then ``cos`` of every
+    entry); they are computed into a reused buffer with in-place operations. In float64 these are
+    the same operations in the same order as `RandomFourierFeatures.f` (a test checks the values
+    are bit-for-bit equal); in float32 the same formula in single precision. Other families use
+    their own ``f``.
+    """
+    if type(family) is not RandomFourierFeatures:
+        values = family.f(points, repetitions=repetitions)
+        return values.reshape(values.shape[0], -1)
+    dtype = np.dtype(precision).type
+    selected = slice(None) if repetitions is None else repetitions
+    frequencies = family.frequencies[selected].astype(dtype, copy=False)
+    phases = family.phases[selected].astype(dtype, copy=False)
+    working = apply_projection(family.projection, points.astype(dtype, copy=False))
+    values = workspace.take(f"features-{precision}", (working.shape[0], frequencies.shape[0]), dtype)
+    np.matmul(working.astype(dtype, copy=False), frequencies.T, out=values)
+    values += phases
+    np.cos(values, out=values)
+    values *= dtype(math.sqrt(2.0))
+    return values
 
 
 def touched_per_repetition(family: LSQFamily) -> int:

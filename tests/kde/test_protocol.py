@@ -268,6 +268,7 @@ def test_seed_per_instance_epsilon_is_the_largest() -> None:
         ({"delta": float("nan")}, "delta"),
         ({"accounting": "exact"}, "accounting"),
         ({"chunk_size": 0}, "chunk_size"),
+        ({"precision": "float16"}, "precision"),
     ],
 )
 def test_validation_names_the_parameter(arguments: dict, parameter: str) -> None:
@@ -286,6 +287,7 @@ def test_validation_names_the_parameter(arguments: dict, parameter: str) -> None
         ({"protocol": int}, "protocol"),
         ({"family": None}, "family"),
         ({"accounting": "pld"}, "accounting"),
+        ({"precision": "half"}, "precision"),
     ],
 )
 def test_from_privacy_validation_names_the_parameter(arguments: dict, parameter: str) -> None:
@@ -307,3 +309,60 @@ def test_inputs_outside_the_domain_raise() -> None:
 def test_released_function_is_a_kde_function() -> None:
     released = ShuffledKDE(family=rff(4), bitsum=BITSUMS["exact"](30)).run(unit_points(30, 15), rng=0)
     assert isinstance(released, KDEFunction) and released.coefficients.shape == (4, 1)
+
+
+@pytest.mark.parametrize("bandwidth", [1.0, 0.3])
+@pytest.mark.parametrize("projected", [False, True])
+@pytest.mark.parametrize("repetitions", [None, slice(3, 40), slice(0, 1)])
+def test_in_place_fourier_features_equal_the_familys_bit_for_bit(bandwidth: float, projected: bool, repetitions) -> None:
+    """The rounding is unbiased for exactly the values ``family.f`` returns: the fast features are those values."""
+    from privsum.lsq import FastJLT
+
+    projection = FastJLT(input_dimension=12, output_dimension=8, seed=3) if projected else None
+    family = RandomFourierFeatures(dimension=12, n_repetitions=50, bandwidth=bandwidth, seed=4, projection=projection)
+    points = unit_points(37, 12, dimension=12)
+    workspace = protocol_module._Workspace()
+    workspace.take("features-float64", (100, 100), np.float64).fill(np.nan)  # a larger, dirty buffer is reused
+    fast = protocol_module._features(family, points, repetitions, workspace)
+    expected = family.f(points, repetitions=repetitions)
+    assert np.array_equal(fast, expected.reshape(expected.shape[0], -1))
+
+
+def test_rounded_bits_have_the_feature_probabilities() -> None:
+    """Each bit is 1 with probability ``(1 + f/R)/2``; buffers reused across calls do not leak between draws."""
+    family = rff(5)
+    points = unit_points(4, 13)
+    expected = (1.0 + family.f(points).reshape(4, -1) / family.bound) / 2.0
+    rng = np.random.default_rng(14)
+    workspace = protocol_module._Workspace()
+    draws = np.array([protocol_module._round_to_bits(family, points, rng, None, workspace).copy() for _ in range(4000)])
+    for user in range(4):
+        for column in range(5):
+            p = expected[user, column]
+            assert_mean(draws[:, user, column], p, variance=p * (1 - p), alpha=1e-6 / 20)
+
+
+def test_single_precision_features_are_close_to_the_familys() -> None:
+    """``precision="float32"`` features (at the benchmark's d = 768) are within 1e-4 of ``family.f``."""
+    family = RandomFourierFeatures(dimension=768, n_repetitions=64, seed=5)
+    points = unit_points(50, 15, dimension=768)
+    single = protocol_module._features(family, points, None, protocol_module._Workspace(), "float32")
+    assert single.dtype == np.float32
+    np.testing.assert_allclose(single, family.f(points).reshape(50, -1), rtol=0, atol=1e-4)
+
+
+def test_single_precision_coefficients_are_unbiased() -> None:
+    """With float32 features, ``F_ij`` still has mean ``sum_u f_i(x_u)_j`` (the float64 values, to 1e-4 per user)."""
+    family = rff(6)
+    points = unit_points(N_USERS, 16)
+    kde = ShuffledKDE(family=family, bitsum=BITSUMS["exact"](N_USERS), chunk_size=64, precision="float32")
+    probabilities = 0.5 * (1 + family.f(points) / family.bound)
+    variance = 4 * family.bound**2 * (probabilities * (1 - probabilities)).sum(axis=0).ravel()
+    generator = np.random.default_rng(17)
+    runs = np.array([kde.run(points, rng=generator).coefficients.ravel() for _ in range(300)])
+    assert_mean((runs - lsq_coefficients(family, points).ravel()) / np.sqrt(variance), 0.0, variance=1.0)
+
+
+def test_precision_is_passed_on_by_from_privacy() -> None:
+    kde = ShuffledKDE.from_privacy(family=rff(2), protocol=PureBitSum, epsilon=1.0, delta=0.0, n_users=10, precision="float32")
+    assert kde.precision == "float32"

@@ -13,30 +13,65 @@ from privsum.accounting import (
     ProfileEvent,
     ThreatModel,
 )
+from privsum.apps import ShuffledKDEClassifier, decode_class
+from privsum.bitsum import (
+    CentralGaussianBitSum,
+    CentralLaplaceBitSum,
+    ExactBitSum,
+    LocalRRBitSum,
+    PureBitSum,
+    RRBitSum,
+    ThreeNBBitSum,
+)
 from privsum.exceptions import (
     BudgetExceededError,
     IncompatibleSketchError,
     InvalidParameterError,
     PrivacyLeakWarning,
 )
+from privsum.kde import KDEFunction, ShuffledKDE
+from privsum.lsq import L2LSH, RandomFourierFeatures, RandomSigns, SignedRandomProjection
 from privsum.shuffle import MessageBatch, MessageHistogram, ShuffleProtocol
+from privsum.sketches import RACE, ReleasedRACE
+from privsum.sums import BlanketRealSum, CorrelatedNoiseSum, MultiMessageSum, ShuffledVectorSum
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "L2LSH",
+    "RACE",
+    "BlanketRealSum",
     "BudgetExceededError",
+    "CentralGaussianBitSum",
+    "CentralLaplaceBitSum",
+    "CorrelatedNoiseSum",
+    "ExactBitSum",
     "GuaranteeEvent",
     "IncompatibleSketchError",
     "InvalidParameterError",
+    "KDEFunction",
+    "LocalRRBitSum",
     "MessageBatch",
     "MessageHistogram",
+    "MultiMessageSum",
     "Neighbouring",
     "PrivacyAccountant",
     "PrivacyGuarantee",
     "PrivacyLeakWarning",
     "PrivacyProfile",
     "ProfileEvent",
+    "PureBitSum",
+    "RRBitSum",
+    "RandomFourierFeatures",
+    "RandomSigns",
+    "ReleasedRACE",
     "ShuffleProtocol",
+    "ShuffledKDE",
+    "ShuffledKDEClassifier",
+    "ShuffledVectorSum",
+    "SignedRandomProjection",
     "ThreatModel",
+    "ThreeNBBitSum",
     "__version__",
+    "decode_class",
 ]

@@ -10,7 +10,7 @@ def test_demo_runs_end_to_end_at_a_tiny_size(tmp_path, capsys):
     assert "3nb" in printed and "replace-one" in printed and "Decoded words" in printed
     assert (tmp_path / "accuracy_vs_epsilon.svg").read_text().startswith("<svg")
     rows = (tmp_path / "accuracy_vs_epsilon.csv").read_text().splitlines()
-    assert rows[0].startswith("protocol,kernel,epsilon,accuracy") and len(rows) == 1 + 2 + 2 * 4
+    assert rows[0].startswith("protocol,kernel,epsilon,accuracy") and len(rows) == 1 + 2 + 2 * 4 + 1  # + rr-seed
 
 
 def test_private_runs_report_a_finite_guarantee_including_the_label_round():

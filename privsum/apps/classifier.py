@@ -14,6 +14,7 @@ from privsum._validation import check_array, check_choice, check_delta, check_ep
 from privsum.accounting.accountant import PrivacyAccountant
 from privsum.accounting.events import GuaranteeEvent
 from privsum.accounting.guarantee import PrivacyGuarantee, ThreatModel
+from privsum.apps._estimator import ClassifierBase, DataConversionWarning, NotFittedError
 from privsum.apps.labels import label_event, randomize_labels
 from privsum.bitsum import (
     CentralGaussianBitSum,
@@ -42,30 +43,18 @@ PROTOCOLS = {
 }
 KERNELS = ("gaussian", "ip", "lsh")
 _MIN_CLASS_USERS = 2
-_PARAMETERS = (
-    "classes",
-    "kernel",
-    "protocol",
-    "epsilon",
-    "delta",
-    "label_epsilon",
-    "n_repetitions",
-    "bandwidth",
-    "lsh_bits",
-    "accounting",
-    "calibration",
-    "random_state",
-)
 
 
-class ShuffledKDEClassifier:
+class ShuffledKDEClassifier(ClassifierBase):
     """Highest-density-class classifier trained with shuffled differential privacy.
 
     ``fit`` runs the protocol of seed 001 §3.3: every user reports a label through m-ary
     randomized response (``label_epsilon``); the noisy class counts ``n_c`` are published; the
     users of each reported class run the shuffled KDE protocol (`privsum.kde.ShuffledKDE`) with
-    ``n = n_c``; ``predict`` returns ``argmax_c K_c(x)``. Follows scikit-learn conventions:
-    ``__init__`` only stores, fitted attributes end with ``_``.
+    ``n = n_c``; ``predict`` returns ``argmax_c K_c(x)``. A scikit-learn classifier when
+    scikit-learn is installed (it passes ``check_estimator``); the same conventions otherwise:
+    ``__init__`` only stores, fitted attributes end with ``_``. `class_densities` gives every
+    class's private density; `decision_function` follows scikit-learn's shape convention.
 
     Args:
         classes: the public label set. ``None`` infers it from the data, which reveals it: a
@@ -137,12 +126,11 @@ class ShuffledKDEClassifier:
     def fit(self, X: Any, y: Any) -> ShuffledKDEClassifier:
         """Run the private training protocol on users' points ``X`` and labels ``y``."""
         owner = type(self).__name__
-        points = check_array(X, "X", owner, ndim=2)
-        labels = np.asarray(y)
-        if labels.ndim != 1 or labels.shape[0] != points.shape[0]:
-            raise invalid("y", owner, f"a 1-D array with one label per row of X ({points.shape[0]})", f"shape {labels.shape}")
+        points = _check_points(X, owner)
+        labels = _check_labels(y, points.shape[0], owner)
         self._check_parameters()
         self.classes_ = self._resolve_classes(labels)
+        self.n_features_in_ = points.shape[1]
         encoded = self._encode(labels)
         rng = as_generator(self.random_state, owner)
         self.family_ = self._build_family(points.shape[1], int(rng.integers(2**62)))
@@ -174,7 +162,12 @@ class ShuffledKDEClassifier:
                 PrivacyLeakWarning,
                 stacklevel=3,
             )
-            return np.unique(labels)
+            if labels.dtype.kind == "f" and not np.all(np.mod(labels, 1) == 0):
+                raise invalid("y", type(self).__name__, "class labels (Unknown label type: a continuous target)", "floats")
+            inferred = np.unique(labels)
+            if inferred.size < 2:
+                raise invalid("y", type(self).__name__, "labels of at least two classes", "one class only")
+            return inferred
         classes = np.asarray(self.classes)
         if classes.ndim != 1 or len(np.unique(classes)) != classes.size or classes.size < 2:
             raise invalid("classes", type(self).__name__, "at least two distinct labels", self.classes)
@@ -269,37 +262,31 @@ class ShuffledKDEClassifier:
             "label_message_bits": float(max(1, math.ceil(math.log2(len(self.classes_))))),
         }
 
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """The constructor parameters (scikit-learn convention)."""
-        return {name: getattr(self, name) for name in _PARAMETERS}
-
-    def set_params(self, **parameters: Any) -> ShuffledKDEClassifier:
-        """Set constructor parameters (scikit-learn convention); validated at `fit`."""
-        for name, value in parameters.items():
-            if name not in _PARAMETERS:
-                raise invalid(name, type(self).__name__, f"one of the parameters {sorted(_PARAMETERS)}", value)
-            setattr(self, name, value)
-        return self
-
-    def decision_function(self, X: Any) -> np.ndarray:
+    def class_densities(self, X: Any) -> np.ndarray:
         """Private density of each class at each point, shape ``(n, n_classes)``; empty classes get ``-inf``."""
         self._check_fitted()
-        points = self.family_.check_points(check_array(X, "X", type(self).__name__, ndim=2), "X")
+        points = _check_points(X, type(self).__name__, n_features=self.n_features_in_)
+        points = self.family_.check_points(points, "X")
         columns = [np.full(points.shape[0], -np.inf) if d is None else d(points) for d in self.densities_]
         return np.stack(columns, axis=1)
 
-    def predict(self, X: Any) -> np.ndarray:
-        """The class of highest private density at each point."""
-        scores = self.decision_function(X)
-        return self.classes_[np.argmax(scores, axis=1)]
+    def decision_function(self, X: Any) -> np.ndarray:
+        """scikit-learn's convention: `class_densities`, or for two classes the second minus the first."""
+        densities = self.class_densities(X)
+        if densities.shape[1] != 2:
+            return densities
+        with np.errstate(invalid="ignore"):
+            margin = densities[:, 1] - densities[:, 0]
+        return np.where(np.isnan(margin), 0.0, margin)  # both classes empty: no preference
 
-    def score(self, X: Any, y: Any) -> float:
-        """Accuracy of `predict` on ``(X, y)``."""
-        return float(np.mean(self.predict(X) == np.asarray(y)))
+    def predict(self, X: Any) -> np.ndarray:
+        """The class of highest private density at each point (the first such class on ties)."""
+        densities = self.class_densities(X)
+        return self.classes_[np.argmax(densities, axis=1)]
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "densities_"):
-            raise AttributeError(f"This {type(self).__name__} instance is not fitted yet; call 'fit' first.")
+            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; call 'fit' first.")
 
 
 def decode_class(model: ShuffledKDEClassifier, label: Any, words: Any, embeddings: Any, *, top_k: int = 10) -> list[str]:
@@ -331,3 +318,50 @@ def decode_class(model: ShuffledKDEClassifier, label: Any, words: Any, embedding
     scores = density(vectors)
     order = np.argsort(-scores, kind="stable")[:top_k]
     return [words[i] for i in order]
+
+
+def _check_points(X: Any, owner: str, *, n_features: int | None = None) -> np.ndarray:
+    """Dense, finite, real ``(n_samples, n_features)`` points; every refusal names ``X``."""
+    if hasattr(X, "toarray") and hasattr(X, "nnz"):
+        raise invalid("X", owner, "a dense array (sparse input is not supported)", type(X).__name__)
+    array = np.asarray(X)
+    if array.dtype == object:
+        try:
+            array = array.astype(float)
+        except (TypeError, ValueError) as error:
+            raise invalid("X", owner, "an array of real numbers", f"an object array ({error})") from error
+    if np.iscomplexobj(array):
+        raise invalid("X", owner, "an array of real numbers (Complex data not supported)", f"dtype {array.dtype}")
+    if array.ndim != 2:
+        raise invalid(
+            "X", owner, "a 2-D array (n_samples, n_features): Reshape your data with X.reshape(-1, 1)", f"shape {array.shape}"
+        )
+    if array.shape[1] == 0:
+        raise invalid("X", owner, "at least one feature", f"0 feature(s) (shape={array.shape}) while a minimum of 1 is required")
+    if n_features is not None and array.shape[1] != n_features:
+        raise invalid(
+            "X",
+            owner,
+            f"{n_features} features",
+            f"X has {array.shape[1]} features, but {owner} is expecting {n_features} features as input",
+        )
+    return check_array(array, "X", owner, ndim=2)
+
+
+def _check_labels(y: Any, n_samples: int, owner: str) -> np.ndarray:
+    """One label per sample; a column vector is flattened with a `DataConversionWarning`."""
+    if y is None:
+        raise invalid("y", owner, "labels (this estimator requires y to be passed, but the target y is None)", None)
+    labels = np.asarray(y)
+    if labels.ndim == 2 and labels.shape[1] == 1:
+        warnings.warn(
+            "A column-vector y was passed when a 1d array was expected; it is flattened to shape (n_samples,).",
+            DataConversionWarning,
+            stacklevel=3,
+        )
+        labels = labels.ravel()
+    if labels.ndim != 1 or labels.shape[0] != n_samples:
+        raise invalid("y", owner, f"a 1-D array with one label per row of X ({n_samples})", f"shape {labels.shape}")
+    if labels.dtype.kind in "fc" and not np.all(np.isfinite(labels)):
+        raise invalid("y", owner, "finite labels", "labels with NaN or infinity (Input y contains NaN)")
+    return labels

@@ -10,7 +10,9 @@ returns ``sum_{j <= j*} S_j``: the noise of an instance scales with its sub-doma
 error is proportional to the data's own maximum rather than to ``U``.
 
 Also here: the baselines over the full domain (`full_domain_correlated_sum`,
-`full_domain_multi_message_sum`) and the central-DP clipping reference `CentralClippedSum`.
+`full_domain_multi_message_sum`) and the central-DP clipping references: `CentralClippedSum`
+(a given ``tau``, or the non-private oracle ``tau = max``) and `PrivateCentralClippedSum` (``tau``
+chosen privately, then clipping: the fair central-DP comparison).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ __all__ = [
     "CentralClippedSum",
     "ClippedSum",
     "ClippedSumResult",
+    "PrivateCentralClippedSum",
     "choose_instance",
     "full_domain_correlated_sum",
     "full_domain_multi_message_sum",
@@ -574,7 +577,7 @@ def full_domain_multi_message_sum(*, epsilon: float, delta: float, n_users: int,
 
     Examples:
         >>> full_domain_multi_message_sum(epsilon=1.0, delta=1e-6, n_users=100_000, domain=2**20).n_shares
-        6
+        7
     """
     return SparseMultiMessageSum.from_privacy(epsilon=epsilon, delta=delta, n_users=n_users, domain=domain)
 
@@ -650,3 +653,118 @@ def _opendp_discrete_laplace(total: int, sensitivity: int, epsilon: float) -> in
     if not measurement.map(sensitivity) <= epsilon * (1 + 1e-12):
         raise invalid("epsilon", "CentralClippedSum", "met by OpenDP's privacy map", measurement.map(sensitivity))
     return int(measurement(total))
+
+
+@dataclass(frozen=True, kw_only=True)
+class PrivateCentralClippedSum:
+    """Central-DP clipping with a privately chosen threshold: the fair central reference for `ClippedSum`.
+
+    A central analogue of seed 004's gold standard (Dong & Yi 2023 find ``tau`` privately, then
+    clip; their exact selection rule is not restated in seed 004, so this is *a* mechanism of that
+    type, not theirs). The candidates are the same ``tau_j = 2^j``, ``j = 0..log2 U``, as
+    `ClippedSum`'s. With ``c_j = #{i : x_i > 2^j}`` (values that ``tau_j`` clips), ``c_{-1} = n``
+    and the target rank ``k = ceil(2 log((log2 U + 1)/beta) / epsilon_1)``, the exponential
+    mechanism picks ``j`` with probability proportional to ``exp(epsilon_1 u_j / 2)``, ``u_j =
+    -max(c_j - k, 0) - max(k - c_{j-1}, 0)``: the score is ``0`` exactly when ``tau_j`` clips at
+    most ``k`` values and ``tau_{j-1}`` at least ``k``; the release is ``sum_i min(x_i, 2^j) +
+    DLap(e^{-epsilon_2 / 2^j})``, ``epsilon_1 = selection_fraction * epsilon``, ``epsilon_2 =
+    epsilon - epsilon_1``. A candidate above the data (``c_{j-1} = 0``) scores ``-k``, so ``tau``
+    exceeds ``2 max_i x_i`` with probability at most ``beta`` when ``n >= k``.
+
+    Args:
+        epsilon: the total (pure) epsilon.
+        domain: ``U``, a power of two; inputs are integers in ``{0..U}``.
+        failure_probability: ``beta`` in the target rank ``k``.
+        selection_fraction: share of ``epsilon`` spent on choosing ``tau``, in ``(0, 1)``.
+
+    Privacy:
+        Replace-one, central (a trusted curator), pure ``epsilon``-DP, ``delta = 0``. When one
+        value changes, ``c_j`` and ``c_{j-1}`` each move by at most 1, and when both move they
+        move the same way (a value crossing ``2^j`` also crosses ``2^{j-1}``), so the two terms of
+        ``u_j`` offset and ``u_j`` has sensitivity 1: the exponential mechanism is
+        ``epsilon_1``-DP; given ``tau``, the clipped sum changes by at most ``tau`` and the
+        discrete Laplace release is ``epsilon_2``-DP; basic (adaptive) composition gives
+        ``epsilon_1 + epsilon_2``. The selection probabilities are computed in floating point (a
+        reference, not a hardened release); the exact output law is checked in the tests.
+
+    Utility:
+        Bias ``-sum_i max(x_i - tau, 0)`` (clipping, not dropping); noise variance ``2a/(1-a)^2``
+        with ``a = e^{-epsilon_2/tau}``.
+
+    References:
+        Dong & Yi, "Universal private estimators", PODS 2023 (seed 004's [DY23]); McSherry &
+        Talwar, "Mechanism design via differential privacy", FOCS 2007 (exponential mechanism).
+
+    Examples:
+        >>> central = PrivateCentralClippedSum(epsilon=1.0, domain=2**10)
+        >>> x = np.arange(1_000) % 50
+        >>> probabilities = central.selection_probabilities(x)
+        >>> int(np.argmax(probabilities)), round(float(probabilities.sum()), 12)  # tau = 64 > 49 = max
+        (6, 1.0)
+        >>> bool(abs(central.release(x, rng=0) - x.sum()) < 1_000)
+        True
+        >>> central.guarantee.epsilon, central.guarantee.delta
+        (1.0, 0.0)
+    """
+
+    epsilon: float
+    domain: int
+    failure_probability: float = 0.1
+    selection_fraction: float = 0.5
+
+    def __post_init__(self) -> None:
+        owner = type(self).__name__
+        check_epsilon(self.epsilon, owner)
+        domain = check_integer(self.domain, "domain", owner, low=1)
+        if domain & (domain - 1):
+            raise invalid("domain", owner, "a power of two", domain)
+        check_probability(self.failure_probability, "failure_probability", owner, allow_zero=False)
+        check_real(self.selection_fraction, "selection_fraction", owner, low=0.0, high=1.0, low_open=True, high_open=True)
+
+    @property
+    def selection_epsilon(self) -> float:
+        """``epsilon_1``, spent on choosing ``tau``."""
+        return self.selection_fraction * self.epsilon
+
+    @property
+    def release_epsilon(self) -> float:
+        """``epsilon_2 = epsilon - epsilon_1``, spent on the clipped sum."""
+        return self.epsilon - self.selection_epsilon
+
+    @property
+    def target_rank(self) -> int:
+        """``k = ceil(2 log((log2 U + 1)/beta) / epsilon_1)``: how many values the chosen ``tau`` aims to clip."""
+        candidates = self.domain.bit_length()
+        return math.ceil(2 * math.log(candidates / self.failure_probability) / self.selection_epsilon)
+
+    @property
+    def guarantee(self) -> PrivacyGuarantee:
+        """``(epsilon, 0)``, replace-one (basic composition of the selection and the release)."""
+        return PrivacyGuarantee(self.epsilon, 0.0)
+
+    @property
+    def event(self) -> GuaranteeEvent:
+        return GuaranteeEvent(self.guarantee)
+
+    def _values(self, x: Any) -> np.ndarray:
+        return check_array(x, "x", type(self).__name__, ndim=1, low=0, high=self.domain, integer=True).astype(np.int64)
+
+    def selection_probabilities(self, x: Any) -> np.ndarray:
+        """Probability of choosing ``tau = 2^j`` for ``j = 0..log2 U`` (the exponential mechanism's law)."""
+        values = np.sort(self._values(x))
+        thresholds = 2 ** np.arange(self.domain.bit_length(), dtype=np.int64)
+        clipped = values.size - np.searchsorted(values, thresholds, side="right")  # c_j
+        previous = np.concatenate([[values.size], clipped[:-1]])  # c_{j-1}, with c_{-1} = n
+        k = self.target_rank
+        log_weights = self.selection_epsilon * (-np.maximum(clipped - k, 0) - np.maximum(k - previous, 0)) / 2
+        weights = np.exp(log_weights - log_weights.max())
+        return weights / weights.sum()
+
+    def release(self, x: Any, *, rng: RNGLike = None) -> float:
+        """``sum_i min(x_i, tau) + DLap(e^{-epsilon_2/tau})`` with ``tau`` drawn by the exponential mechanism."""
+        generator = as_generator(rng, type(self).__name__)
+        values = self._values(x)
+        probabilities = self.selection_probabilities(values)
+        tau = 2 ** int(generator.choice(probabilities.size, p=probabilities))
+        total = int(np.minimum(values, tau).sum())
+        return float(total + sample_discrete_laplace(generator, math.exp(-self.release_epsilon / tau), 1)[0])

@@ -22,6 +22,7 @@ from privsum.sums import CorrelatedNoiseSum
 from privsum.sums.clipped import (
     CentralClippedSum,
     ClippedSum,
+    PrivateCentralClippedSum,
     choose_instance,
     full_domain_correlated_sum,
     full_domain_multi_message_sum,
@@ -353,3 +354,88 @@ def test_central_clipped_sum_noise_law_and_labels():
         CentralClippedSum(epsilon=1.0, sampler="laplace")
     with pytest.raises(InvalidParameterError, match="'x'"):
         central.release(np.array([-1, 2]))
+
+
+# --------------------------------------------------------------------------- private central reference
+def _selection_law(x: np.ndarray, domain: int, epsilon1: float, k: int) -> np.ndarray:
+    """The exponential mechanism's law, recomputed here from its definition (independent of the class)."""
+    n = len(x)
+    scores = []
+    for j in range(domain.bit_length()):
+        clipped = sum(1 for v in x if v > 2**j)
+        previous = n if j == 0 else sum(1 for v in x if v > 2 ** (j - 1))
+        scores.append(-max(clipped - k, 0) - max(k - previous, 0))
+    weights = np.exp(epsilon1 * np.array(scores, dtype=float) / 2)
+    return weights / weights.sum()
+
+
+def _release_pmf(central: PrivateCentralClippedSum, x: np.ndarray, outputs: np.ndarray) -> np.ndarray:
+    law = _selection_law(x, central.domain, central.selection_epsilon, central.target_rank)
+    pmf = np.zeros(outputs.size)
+    for j, p in enumerate(law):
+        tau = 2**j
+        pmf += p * discrete_laplace_pmf(outputs - int(np.minimum(x, tau).sum()), math.exp(-central.release_epsilon / tau))
+    return pmf
+
+
+def test_private_central_selection_law_matches_its_definition():
+    central = PrivateCentralClippedSum(epsilon=1.3, domain=2**6, failure_probability=0.2, selection_fraction=0.4)
+    rng = np.random.default_rng(67)
+    for _ in range(20):
+        x = rng.integers(0, 65, size=int(rng.integers(1, 40)))
+        expected = _selection_law(x, 2**6, central.selection_epsilon, central.target_rank)
+        np.testing.assert_allclose(central.selection_probabilities(x), expected, rtol=1e-12)
+
+
+def test_private_central_is_epsilon_dp_under_replace_one_exactly():
+    """Every replace-one neighbour of small datasets: the exact output law's log-ratio is at most epsilon on a
+    window holding all but 1e-12 of the mass, and the selection alone is within epsilon_1 everywhere."""
+    central = PrivateCentralClippedSum(epsilon=1.0, domain=8, failure_probability=0.3, selection_fraction=0.5)
+    outputs = np.arange(-700, 800)
+    rng = np.random.default_rng(68)
+    worst_selection = worst_release = 0.0
+    for _ in range(6):
+        base = rng.integers(0, 9, size=int(rng.integers(2, 12)))
+        for i in range(base.size):
+            for value in range(9):
+                neighbour = base.copy()
+                neighbour[i] = value
+                p, q = central.selection_probabilities(base), central.selection_probabilities(neighbour)
+                worst_selection = max(worst_selection, float(np.max(np.abs(np.log(p / q)))))
+                a, b = _release_pmf(central, base, outputs), _release_pmf(central, neighbour, outputs)
+                assert a.sum() > 1 - 1e-12 and b.sum() > 1 - 1e-12
+                worst_release = max(worst_release, float(np.max(np.abs(np.log(a / b)))))
+    assert worst_selection <= central.selection_epsilon * (1 + 1e-9)
+    assert worst_release <= central.epsilon * (1 + 1e-9)
+    assert worst_release > 0.5 * central.epsilon  # the check is not vacuous
+
+
+def test_private_central_release_follows_its_law():
+    central = PrivateCentralClippedSum(epsilon=2.0, domain=2**5, failure_probability=0.3)
+    rng = np.random.default_rng(69)
+    x = rng.integers(0, 33, size=30)
+    outputs = np.arange(-300, 1_400)
+    samples = np.array([central.release(x, rng=rng) for _ in range(4_000)]).astype(int)
+    assert_matches_pmf(samples, outputs, _release_pmf(central, x, outputs))
+
+
+def test_private_central_does_not_overshoot_small_values():
+    """tau > 2 max(x) only with probability <= beta (exact law; n >= k)."""
+    central = PrivateCentralClippedSum(epsilon=1.0, domain=2**20, failure_probability=0.1)
+    x = np.random.default_rng(70).integers(0, 40, size=2_000)
+    law = central.selection_probabilities(x)
+    assert law[np.arange(law.size) > 6].sum() <= 0.1  # 2^6 = 64 < 80 = 2 * max
+    assert central.guarantee.epsilon == 1.0 and central.guarantee.delta == 0.0
+
+
+def test_private_central_validation_names_the_parameter():
+    for kwargs, name in (
+        ({"epsilon": 0.0, "domain": 8}, "epsilon"),
+        ({"epsilon": 1.0, "domain": 6}, "domain"),
+        ({"epsilon": 1.0, "domain": 8, "failure_probability": 0.0}, "failure_probability"),
+        ({"epsilon": 1.0, "domain": 8, "selection_fraction": 1.0}, "selection_fraction"),
+    ):
+        with pytest.raises(InvalidParameterError, match=f"'{name}'"):
+            PrivateCentralClippedSum(**kwargs)
+    with pytest.raises(InvalidParameterError, match="'x'"):
+        PrivateCentralClippedSum(epsilon=1.0, domain=8).release(np.array([1, 9]))

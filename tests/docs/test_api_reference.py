@@ -1,0 +1,65 @@
+"""Every public module of privsum is documented by a docs/api entry, and scripts/check_site.py works."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def check_site():
+    spec = importlib.util.spec_from_file_location("check_site", ROOT / "scripts" / "check_site.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    yield module
+    del sys.modules[spec.name]
+
+
+def test_public_modules_are_found(check_site):
+    modules = check_site.public_modules()
+    assert {"privsum", "privsum.accounting", "privsum.bitsum.rr", "privsum.kde"} <= set(modules)
+    assert not any(part.startswith("_") for module in modules for part in module.split("."))
+
+
+def test_every_api_entry_resolves(check_site):
+    for stem, identifiers in check_site.api_entries().items():
+        assert identifiers, f"docs/api/{stem}.md has no ::: entry"
+        for identifier in identifiers:
+            check_site.resolve(identifier)  # raises if the entry names nothing
+
+
+def test_every_public_module_is_referenced(check_site):
+    assert check_site.unreferenced_modules() == []
+
+
+def test_every_api_page_is_in_the_nav():
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    for page in sorted((ROOT / "docs" / "api").glob("*.md")):
+        assert f"api/{page.name}" in nav, f"docs/api/{page.name} is not in the mkdocs.yml nav"
+
+
+def test_site_check_reports_what_is_missing(check_site, tmp_path):
+    problems = check_site.site_problems(tmp_path)
+    assert any("page not built: tutorials/kde/index.html" in p for p in problems)
+    assert any("has no anchor for privsum.kde" in p for p in problems)
+    assert check_site.main([str(tmp_path)]) == 1
+
+
+def test_site_check_accepts_a_complete_site(check_site, tmp_path):
+    for module, entries in check_site.documenting_entries().items():
+        stem, identifier = entries[0]
+        page = tmp_path / "api" / stem / "index.html"
+        page.parent.mkdir(parents=True, exist_ok=True)
+        with page.open("a", encoding="utf-8") as handle:
+            handle.write(f'<h2 id="{identifier}">{module}</h2>\n')
+    for required in check_site.REQUIRED_PAGES:
+        path = tmp_path / required
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text('<div class="highlight"><code><span class="kn">import</span></code></div>', encoding="utf-8")
+    assert check_site.site_problems(tmp_path) == []

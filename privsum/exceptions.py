@@ -6,6 +6,7 @@ __all__ = [
     "BudgetExceededError",
     "IncompatibleSketchError",
     "InvalidParameterError",
+    "NotFittedError",
     "PrivacyLeakWarning",
 ]
 
@@ -24,6 +25,10 @@ class BudgetExceededError(RuntimeError):
 
 class IncompatibleSketchError(ValueError):
     """Two sketches cannot be merged: their public seeds or shapes differ."""
+
+
+class NotFittedError(ValueError, AttributeError):
+    """A model or sketch is used before it was fitted (also a scikit-learn `NotFittedError` where installed)."""
 
 
 class PrivacyLeakWarning(UserWarning):

@@ -137,6 +137,11 @@ class ComposedEvent(PrivacyEvent):
     def guarantee(self) -> PrivacyGuarantee:
         return basic_composition([self.event.guarantee] * self.count)
 
+    @property
+    def neighbouring(self) -> Neighbouring:
+        """The event's relation (known even when ``count`` deltas sum past 1 and `guarantee` is vacuous)."""
+        return self.event.neighbouring
+
     def pld(self, discretization: float = DEFAULT_DISCRETIZATION) -> PLDPair:
         return self.event.pld(discretization).self_compose(self.count)
 

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from privsum._validation import invalid
+from privsum.exceptions import NotFittedError as _PrivsumNotFitted
 
 __all__ = ["ClassifierBase", "DataConversionWarning", "NotFittedError", "sklearn_available"]
 
@@ -62,8 +63,8 @@ if _SklearnBase is not None:
     class ClassifierBase(_SklearnClassifier, _SklearnBase):  # type: ignore[misc, valid-type]
         """scikit-learn's classifier base (scikit-learn is installed)."""
 
-    class NotFittedError(_SklearnNotFitted):  # type: ignore[misc, valid-type]
-        """The estimator is used before ``fit`` (a scikit-learn `NotFittedError`)."""
+    class NotFittedError(_SklearnNotFitted, _PrivsumNotFitted):  # type: ignore[misc, valid-type]
+        """The estimator is used before ``fit`` (both scikit-learn's and privsum's `NotFittedError`)."""
 
     DataConversionWarning = _SklearnConversionWarning
 
@@ -72,8 +73,7 @@ else:  # pragma: no cover
     class ClassifierBase(_MinimalEstimator):  # type: ignore[no-redef]
         """A minimal classifier base with scikit-learn's conventions (scikit-learn is absent)."""
 
-    class NotFittedError(ValueError, AttributeError):  # type: ignore[no-redef]
-        """The estimator is used before ``fit``."""
+    NotFittedError = _PrivsumNotFitted  # type: ignore[misc]
 
     class DataConversionWarning(UserWarning):  # type: ignore[no-redef]
         """Input data were converted to the expected shape (the conversion is announced, never silent)."""

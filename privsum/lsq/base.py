@@ -95,8 +95,13 @@ class LSQFamily(abc.ABC):
         return indices.astype(np.int64)
 
 
+#: Most numbers a family may draw for its public randomness (``dimension * n_repetitions``, 1 GiB of
+#: float64): larger requests raise a clear error instead of failing inside numpy's allocator.
+MAX_PUBLIC_DRAWS = 2**27
+
+
 def check_common(family: LSQFamily, owner: str) -> None:
     """Validate the attributes every family has: ``dimension``, ``n_repetitions``, ``seed``."""
-    check_integer(family.dimension, "dimension", owner, low=1)
-    check_integer(family.n_repetitions, "n_repetitions", owner, low=1)
+    dimension = check_integer(family.dimension, "dimension", owner, low=1, high=MAX_PUBLIC_DRAWS)
+    check_integer(family.n_repetitions, "n_repetitions", owner, low=1, high=MAX_PUBLIC_DRAWS // dimension)
     check_integer(family.seed, "seed", owner, low=0, high=2**63 - 1)

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from privsum._random import RNGLike, as_generator
+from privsum._random import SECURE, RNGLike, as_generator
 from privsum._validation import check_choice, invalid
 from privsum.shuffle.noise import sample_discrete_laplace
 
@@ -25,9 +25,10 @@ def add_discrete_laplace(
     ``Delta/epsilon`` gives pure epsilon-DP.
 
     ``sampler="opendp"`` uses OpenDP's exact sampler (integer arithmetic, OS CSPRNG; ``rng``
-    must be ``None``). ``sampler="numpy"`` draws the difference of two geometric variables from
-    ``rng`` (reproducible, but numpy's geometric sampler uses floating-point inversion, so the
-    distribution is exact only up to floating-point error; use it for experiments and tests).
+    must be ``None`` or ``"secure"``, which both mean that CSPRNG). ``sampler="numpy"`` draws
+    the difference of two geometric variables from ``rng`` (reproducible, but numpy's geometric
+    sampler uses floating-point inversion, so the distribution is exact only up to
+    floating-point error; use it for experiments and tests).
     """
     sampler = check_choice(sampler, "sampler", owner, SAMPLERS)
     scale = sensitivity / epsilon
@@ -36,8 +37,8 @@ def add_discrete_laplace(
         generator = as_generator(rng, owner)
         noise = sample_discrete_laplace(generator, math.exp(-1.0 / scale), flat.size)
         return (flat + noise).reshape(counts.shape)
-    if rng is not None:
-        raise invalid("rng", owner, "None with sampler='opendp' (OpenDP draws from its own CSPRNG)", rng)
+    if not (rng is None or (isinstance(rng, str) and rng == SECURE)):
+        raise invalid("rng", owner, "None or 'secure' with sampler='opendp' (OpenDP draws from its own CSPRNG)", rng)
     return _opendp_discrete_laplace(flat, scale=scale, sensitivity=sensitivity, epsilon=epsilon).reshape(counts.shape)
 
 

@@ -1,6 +1,6 @@
 """Testing tools shipped for extenders: statistical assertions and the protocol conformance base."""
 
-from privsum.testing.audit import AuditResult, audit_privacy, clopper_pearson
+from privsum.testing.audit import AuditResult, audit_privacy, audit_samples, clopper_pearson
 from privsum.testing.conformance import ProtocolConformance
 from privsum.testing.stats import (
     FALSE_ALARM_RATE,
@@ -20,6 +20,7 @@ __all__ = [
     "assert_same_distribution",
     "assert_variance",
     "audit_privacy",
+    "audit_samples",
     "clopper_pearson",
     "two_sided_z",
 ]

@@ -26,10 +26,10 @@ import numpy as np
 from scipy import stats
 
 from privsum._random import RNGLike, as_generator
-from privsum._validation import check_delta, check_integer, check_probability
+from privsum._validation import check_delta, check_integer, check_probability, invalid
 from privsum.testing.stats import FALSE_ALARM_RATE
 
-__all__ = ["AuditResult", "audit_privacy", "clopper_pearson"]
+__all__ = ["AuditResult", "audit_privacy", "audit_samples", "clopper_pearson"]
 
 
 @dataclass(frozen=True)
@@ -71,12 +71,22 @@ def clopper_pearson(successes: int, trials: int, alpha: float) -> tuple[float, f
     return low, high
 
 
-def _keys(outputs: list[Any]) -> list[Hashable]:
+def _keys(outputs: Any) -> list[Hashable]:
+    """Hashable keys: the rows of a 2-D array, or each output (arrays flattened to tuples)."""
+    if isinstance(outputs, np.ndarray):
+        if outputs.ndim == 1:
+            return outputs.tolist()
+        return [tuple(row) for row in outputs.reshape(outputs.shape[0], -1).tolist()]
     return [tuple(np.ravel(o).tolist()) if isinstance(o, np.ndarray) else o for o in outputs]
 
 
-def _best_event(first: list[Hashable], second: list[Hashable], delta: float) -> set[Hashable]:
-    """Outputs ordered by smoothed likelihood ratio; the prefix maximising the empirical bound."""
+def _best_event(first: list[Hashable], second: list[Hashable], delta: float, alpha: float) -> set[Hashable]:
+    """Outputs ordered by smoothed likelihood ratio; the prefix whose bound would be best on these counts.
+
+    Each prefix is scored by the bound the testing half would give if it saw the same counts
+    (Clopper-Pearson at ``alpha``), so a tiny event with a large empirical ratio but no
+    statistical weight is not chosen over a large event with a slightly smaller ratio.
+    """
     counts_first: dict[Hashable, int] = {}
     counts_second: dict[Hashable, int] = {}
     for key in first:
@@ -84,15 +94,16 @@ def _best_event(first: list[Hashable], second: list[Hashable], delta: float) -> 
     for key in second:
         counts_second[key] = counts_second.get(key, 0) + 1
     ranked = sorted(counts_first, key=lambda k: -(counts_first[k] + 0.5) / (counts_second.get(k, 0) + 0.5))
-    best, best_score, running_p, running_q = 1, -math.inf, 0, 0
-    for size, key in enumerate(ranked, 1):
-        running_p += counts_first[key]
-        running_q += counts_second.get(key, 0)
-        p, q = running_p / len(first), (running_q + 1) / len(second)
-        score = math.log(max(p - delta, 1e-300) / q) - 3.0 / math.sqrt(running_p)  # penalise tiny events
-        if score > best_score:
-            best, best_score = size, score
-    return set(ranked[:best])
+    hits_first = np.cumsum([counts_first[key] for key in ranked])
+    hits_second = np.cumsum([counts_second.get(key, 0) for key in ranked])
+    n_first, n_second = len(first), len(second)
+    p_lower = stats.beta.ppf(alpha / 2, hits_first, n_first - hits_first + 1)
+    q_upper = np.where(
+        hits_second < n_second, stats.beta.isf(alpha / 2, hits_second + 1, np.maximum(n_second - hits_second, 1)), 1.0
+    )
+    with np.errstate(divide="ignore"):
+        score = np.log(np.maximum(p_lower - delta, 0.0)) - np.log(q_upper)
+    return set(ranked[: int(np.argmax(score)) + 1])
 
 
 def audit_privacy(
@@ -131,9 +142,42 @@ def audit_privacy(
     delta = check_delta(delta, owner)
     alpha = check_probability(alpha, "alpha", owner, allow_zero=False)
     generator = as_generator(rng, owner)
-    half = n_trials // 2
-    runs_first = _keys([mechanism(dataset, generator) for _ in range(n_trials)])
-    runs_second = _keys([mechanism(neighbour, generator) for _ in range(n_trials)])
+    runs_first = [mechanism(dataset, generator) for _ in range(n_trials)]
+    runs_second = [mechanism(neighbour, generator) for _ in range(n_trials)]
+    return audit_samples(runs_first, runs_second, delta=delta, alpha=alpha, owner=owner)
+
+
+def audit_samples(
+    first: Any, second: Any, *, delta: float = 0.0, alpha: float = FALSE_ALARM_RATE, owner: str = "audit_samples"
+) -> AuditResult:
+    """Lower-bound the privacy loss from independent outputs already sampled on two neighbours.
+
+    The statistics of `audit_privacy`, for callers that draw many runs at once (e.g. one protocol
+    run over many independent instances, each instance one run). Outputs must be i.i.d. within
+    each sample; the first half of each chooses the event, the second half tests it.
+
+    Args:
+        first: outputs of ``M(X)``: a sequence of hashable outputs or arrays, or an array whose
+            rows (first axis) are the runs.
+        second: outputs of ``M(X')``, the same length.
+        delta: the delta the bound is stated at.
+        alpha: false-alarm rate of the returned bound (both directions together).
+        owner: the name used in error messages.
+
+    Examples:
+        >>> rng = np.random.default_rng(0)
+        >>> first = rng.random(20_000) < 0.75  # RR of bit 1 and of bit 0: log(3)-DP
+        >>> second = rng.random(20_000) < 0.25
+        >>> result = audit_samples(first.astype(int), second.astype(int), alpha=1e-3)
+        >>> 0.9 < result.epsilon_lower_bound <= math.log(3)
+        True
+    """
+    delta = check_delta(delta, owner)
+    alpha = check_probability(alpha, "alpha", owner, allow_zero=False)
+    runs_first, runs_second = _keys(first), _keys(second)
+    if not len(runs_first) == len(runs_second) >= 20:
+        raise invalid("second", owner, f"as many runs as 'first' (at least 20; it has {len(runs_first)})", len(runs_second))
+    half = len(runs_first) // 2
     results = [
         _audit_direction(runs_first, runs_second, half, delta, alpha / 2),
         _audit_direction(runs_second, runs_first, half, delta, alpha / 2),
@@ -142,7 +186,7 @@ def audit_privacy(
 
 
 def _audit_direction(first: list[Hashable], second: list[Hashable], half: int, delta: float, alpha: float) -> AuditResult:
-    event = _best_event(first[:half], second[:half], delta)
+    event = _best_event(first[:half], second[:half], delta, alpha)
     tests_first, tests_second = first[half:], second[half:]
     hits_first = sum(key in event for key in tests_first)
     hits_second = sum(key in event for key in tests_second)

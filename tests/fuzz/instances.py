@@ -1,0 +1,169 @@
+"""Valid starting points for the fuzz tests: constructor and ``from_privacy`` arguments of public classes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from privsum.accounting import (
+    ComposedEvent,
+    DiscreteGaussianEvent,
+    GuaranteeEvent,
+    ParallelEvent,
+    PrivacyAccountant,
+    PrivacyGuarantee,
+    PrivacyProfile,
+    ProfileEvent,
+    WorstCaseProfile,
+)
+from privsum.apps import ShuffledKDEClassifier
+from privsum.bitsum import (
+    CentralGaussianBitSum,
+    CentralLaplaceBitSum,
+    ExactBitSum,
+    LocalRRBitSum,
+    PureBitSum,
+    RRBitSum,
+    ThreeNBBitSum,
+)
+from privsum.kde import KDEFunction, ShuffledKDE
+from privsum.lsq import (
+    L2LSH,
+    FastJLT,
+    IdentityFeatures,
+    RandomFourierFeatures,
+    RandomizedHadamard,
+    RandomSigns,
+    SignedRandomProjection,
+)
+from privsum.shuffle import MessageBatch, MessageHistogram
+from privsum.sketches import RACE, RACEClassifier, RACELinearRegression
+from privsum.sums import BlanketRealSum, CorrelatedNoiseSum, MultiMessageSum, ShuffledVectorSum
+
+N = 20
+GUARANTEE = PrivacyGuarantee(1.0, 1e-6)
+LSH = L2LSH(dimension=2, n_repetitions=4, bucket_width=1.0, n_buckets=8, seed=0)
+RFF = RandomFourierFeatures(dimension=2, n_repetitions=4, seed=0)
+PROFILE = PrivacyProfile([0.5, 0.5], [0.25, 0.75])
+
+#: Methods fuzzed with arbitrary arguments wherever an instance has them.
+ENTRY_POINTS = (
+    "run",
+    "randomize",
+    "analyze",
+    "sample_view",
+    "view",
+    "shuffle",
+    "variance",
+    "estimate",
+    "density",
+    "row_estimates",
+    "update",
+    "merge",
+    "release",
+    "to_bytes",
+    "from_bytes",
+    "fit",
+    "predict",
+    "predict_proba",
+    "decision_function",
+    "score",
+    "compose",
+    "epsilon",
+    "delta",
+    "f",
+    "g",
+    "kernel",
+    "hash",
+    "__call__",
+    "event_for_participants",
+    "bits_per_message",
+    "error_bound",
+    "user_message_counts",
+    "local_reports",
+    "dominates",
+)
+
+#: ``name: (class, valid keyword arguments)`` for every public class that can be built directly.
+CONSTRUCTORS: dict[str, tuple[type, dict[str, Any]]] = {
+    "PrivacyGuarantee": (PrivacyGuarantee, {"epsilon": 1.0, "delta": 1e-6}),
+    "GuaranteeEvent": (GuaranteeEvent, {"headline": GUARANTEE}),
+    "ProfileEvent": (ProfileEvent, {"profile": PROFILE, "headline": PrivacyGuarantee(PROFILE.epsilon(0.0), 0.0)}),
+    "ComposedEvent": (ComposedEvent, {"event": GuaranteeEvent(GUARANTEE), "count": 3}),
+    "ParallelEvent": (ParallelEvent, {"events": (GuaranteeEvent(GUARANTEE),) * 2, "parts_per_user": 1}),
+    "DiscreteGaussianEvent": (DiscreteGaussianEvent, {"sigma": 5.0, "headline": PrivacyGuarantee(1.0, 1e-3)}),
+    "PrivacyProfile": (PrivacyProfile, {"p": [0.5, 0.5], "q": [0.25, 0.75]}),
+    "WorstCaseProfile": (WorstCaseProfile, {"profiles": [PROFILE]}),
+    "PrivacyAccountant": (PrivacyAccountant, {}),
+    "MessageBatch": (MessageBatch, {"instances": np.array([0, 1]), "values": np.array([1, -1]), "n_instances": 2}),
+    "MessageHistogram": (MessageHistogram, {"counts": np.array([[1, 2]]), "alphabet": (-1, 1)}),
+    "RRBitSum": (RRBitSum, {"n_users": N, "flip_probability": 0.3, "delta": 1e-6}),
+    "LocalRRBitSum": (LocalRRBitSum, {"n_users": N, "flip_probability": 0.3}),
+    "ThreeNBBitSum": (
+        ThreeNBBitSum,
+        {"n_users": N, "noise_ratio": 0.5, "flooding_shape": 1.0, "flooding_ratio": 0.5, "delta": 1e-6},
+    ),
+    "PureBitSum": (PureBitSum, {"n_users": N, "drop_probability": 0.4, "noise_ratio": 0.3}),
+    "CentralLaplaceBitSum": (CentralLaplaceBitSum, {"n_users": N, "scale": 1.0, "noise_source": "numpy"}),
+    "CentralGaussianBitSum": (CentralGaussianBitSum, {"n_users": N, "scale": 3.0, "delta": 1e-6, "noise_source": "numpy"}),
+    "ExactBitSum": (ExactBitSum, {"n_users": N}),
+    "BlanketRealSum": (BlanketRealSum, {"n_users": N, "precision": 2, "blanket_probability": 0.5, "delta": 1e-6}),
+    "ShuffledVectorSum": (
+        ShuffledVectorSum,
+        {"n_users": N, "dimension": 2, "precision": 2, "blanket_probability": 0.5, "delta": 1e-6},
+    ),
+    "L2LSH": (L2LSH, {"dimension": 2, "n_repetitions": 4, "bucket_width": 1.0, "n_buckets": 8}),
+    "RandomFourierFeatures": (RandomFourierFeatures, {"dimension": 2, "n_repetitions": 4}),
+    "RandomSigns": (RandomSigns, {"dimension": 2, "n_repetitions": 4}),
+    "SignedRandomProjection": (SignedRandomProjection, {"dimension": 2, "n_repetitions": 4}),
+    "IdentityFeatures": (IdentityFeatures, {"dimension": 2}),
+    "FastJLT": (FastJLT, {"input_dimension": 4, "output_dimension": 2}),
+    "RandomizedHadamard": (RandomizedHadamard, {"dimension": 4}),
+    "RACE": (RACE, {"family": LSH}),
+    "KDEFunction": (KDEFunction, {"family": RFF, "coefficients": np.zeros((4, 1)), "n_users": N}),
+    "RACEClassifier": (RACEClassifier, {"family": LSH, "classes": [0, 1], "epsilon": 1.0, "sampler": "numpy", "random_state": 0}),
+    "RACELinearRegression": (RACELinearRegression, {"n_rows": 8, "epsilon": 1.0, "sampler": "numpy", "random_state": 0}),
+    "ShuffledKDEClassifier": (
+        ShuffledKDEClassifier,
+        {"classes": [0, 1], "n_repetitions": 4, "protocol": "rr", "random_state": 0},
+    ),
+}
+
+#: ``name: (class, valid from_privacy arguments)``.
+FROM_PRIVACY_ARGUMENTS: dict[str, tuple[type, dict[str, Any]]] = {
+    "RRBitSum": (RRBitSum, {"epsilon": 1.0, "delta": 1e-6, "n_users": N}),
+    "LocalRRBitSum": (LocalRRBitSum, {"epsilon": 1.0, "n_users": N}),
+    "ThreeNBBitSum": (ThreeNBBitSum, {"epsilon": 1.0, "delta": 1e-6, "n_users": N}),
+    "PureBitSum": (PureBitSum, {"epsilon": 1.0, "n_users": N}),
+    "CentralLaplaceBitSum": (CentralLaplaceBitSum, {"epsilon": 1.0, "n_users": N}),
+    "CentralGaussianBitSum": (CentralGaussianBitSum, {"epsilon": 1.0, "delta": 1e-6, "n_users": N}),
+    "ExactBitSum": (ExactBitSum, {"n_users": N}),
+    "BlanketRealSum": (BlanketRealSum, {"epsilon": 1.0, "delta": 1e-6, "n_users": N}),
+    "CorrelatedNoiseSum": (CorrelatedNoiseSum, {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "domain": 2}),
+    "MultiMessageSum": (MultiMessageSum, {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "domain": 2}),
+    "ShuffledVectorSum": (ShuffledVectorSum, {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "dimension": 2}),
+    "ShuffledKDE": (
+        ShuffledKDE,
+        {"family": RFF, "protocol": RRBitSum, "epsilon": 4.0, "delta": 1e-6, "n_users": N},
+    ),
+}
+
+
+def valid_instances() -> dict[str, Any]:
+    """One valid instance per public class (constructed, calibrated, fitted or released)."""
+    instances = {name: cls(**kwargs) for name, (cls, kwargs) in CONSTRUCTORS.items()}
+    for name, (cls, kwargs) in FROM_PRIVACY_ARGUMENTS.items():
+        instances.setdefault(name, cls.from_privacy(**kwargs))
+        instances[f"{name}.from_privacy"] = cls.from_privacy(**kwargs)
+    points = np.random.default_rng(0).normal(size=(N, 2)) / 3
+    instances["RACE"] = RACE(LSH).update(points)
+    instances["ReleasedRACE"] = instances["RACE"].release(1.0, sampler="numpy", rng=0)
+    instances["KDEFunction.released"] = instances["ShuffledKDE"].run(np.clip(points, -1, 1), rng=0)
+    labels = np.arange(N) % 2
+    instances["RACEClassifier.fitted"] = RACEClassifier(**CONSTRUCTORS["RACEClassifier"][1]).fit(points, labels)
+    instances["RACELinearRegression.fitted"] = RACELinearRegression(**CONSTRUCTORS["RACELinearRegression"][1]).fit(
+        points, points[:, 0]
+    )
+    instances["PrivacyAccountant.used"] = PrivacyAccountant().compose(GuaranteeEvent(GUARANTEE), count=2)
+    return instances

@@ -4,6 +4,7 @@ The public names most users need are importable from here; each subpackage
 (`privsum.accounting`, `privsum.shuffle`, ...) can also be used on its own.
 """
 
+from privsum._random import secure_generator
 from privsum.accounting import (
     GuaranteeEvent,
     Neighbouring,
@@ -27,13 +28,14 @@ from privsum.exceptions import (
     BudgetExceededError,
     IncompatibleSketchError,
     InvalidParameterError,
+    NotFittedError,
     PrivacyLeakWarning,
 )
 from privsum.kde import KDEFunction, ShuffledKDE
 from privsum.lsq import L2LSH, RandomFourierFeatures, RandomSigns, SignedRandomProjection
 from privsum.shuffle import MessageBatch, MessageHistogram, ShuffleProtocol
 from privsum.sketches import RACE, ReleasedRACE
-from privsum.sums import BlanketRealSum, CorrelatedNoiseSum, MultiMessageSum, ShuffledVectorSum
+from privsum.sums import BlanketRealSum, ClippedSum, CorrelatedNoiseSum, MultiMessageSum, ShuffledVectorSum
 
 __version__ = "0.1.0"
 
@@ -44,6 +46,7 @@ __all__ = [
     "BudgetExceededError",
     "CentralGaussianBitSum",
     "CentralLaplaceBitSum",
+    "ClippedSum",
     "CorrelatedNoiseSum",
     "ExactBitSum",
     "GuaranteeEvent",
@@ -55,6 +58,7 @@ __all__ = [
     "MessageHistogram",
     "MultiMessageSum",
     "Neighbouring",
+    "NotFittedError",
     "PrivacyAccountant",
     "PrivacyGuarantee",
     "PrivacyLeakWarning",
@@ -74,4 +78,5 @@ __all__ = [
     "ThreeNBBitSum",
     "__version__",
     "decode_class",
+    "secure_generator",
 ]

@@ -4,6 +4,8 @@
 * `CorrelatedNoiseSum`: correlated-noise integer sum (GKMPS21), with a numerical privacy check.
 * `MultiMessageSum`: additive shares plus discrete Laplace noise (BBGN20), the low-message baseline.
 * `ShuffledVectorSum`: vector sum with ``t`` sampled coordinates (Scott, Cormode & Maple; seed 003).
+* `ClippedSum`, `ClippedVectorSum`, `SparseVectorAggregation`: instance-optimal clipped sums in one
+  round (seed 004), with the central references `PrivateCentralClippedSum` and `CentralClippedSum`.
 """
 
 from privsum.sums.blanket import (
@@ -13,20 +15,28 @@ from privsum.sums.blanket import (
     blanket_profile,
     blanket_variance_bound,
 )
+from privsum.sums.clipped import CentralClippedSum, ClippedSum, PrivateCentralClippedSum
+from privsum.sums.clipped_vector import ClippedVectorSum, SparseVectorAggregation
 from privsum.sums.correlated import CorrelatedNoiseSum, gkmps_parameters
-from privsum.sums.multi_message import MAX_MODULUS, MultiMessageSum, default_share_count
+from privsum.sums.multi_message import MAX_MODULUS, MultiMessageSum, default_share_count, supported_security_bits
 from privsum.sums.vector import ShuffledVectorSum
 
 __all__ = [
     "MAX_MODULUS",
     "BlanketRealSum",
+    "CentralClippedSum",
+    "ClippedSum",
+    "ClippedVectorSum",
     "CorrelatedNoiseSum",
     "MultiMessageSum",
+    "PrivateCentralClippedSum",
     "ShuffledVectorSum",
+    "SparseVectorAggregation",
     "analytic_blanket_epsilon",
     "analytic_blanket_probability",
     "blanket_profile",
     "blanket_variance_bound",
     "default_share_count",
     "gkmps_parameters",
+    "supported_security_bits",
 ]

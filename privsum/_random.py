@@ -27,7 +27,7 @@ import numpy as np
 
 from privsum._validation import invalid
 
-__all__ = ["SECURE", "RNGLike", "as_generator", "secure_generator", "spawn"]
+__all__ = ["SECURE", "RNGLike", "as_generator", "generator_from_seed", "is_secure", "secure_generator", "spawn"]
 
 #: The value of ``rng`` that asks for `secure_generator`.
 SECURE = "secure"
@@ -107,6 +107,20 @@ def as_generator(rng: RNGLike, owner: str = "this function") -> np.random.Genera
         except (ValueError, TypeError) as error:
             raise invalid("rng", owner, "a non-negative int seed or a seed object", rng) from error
     raise invalid("rng", owner, _EXPECTED, rng)
+
+
+def is_secure(rng: RNGLike) -> bool:
+    """Whether ``rng`` asks for (``"secure"``) or already is a ChaCha-based secure generator."""
+    if isinstance(rng, str):
+        return rng == SECURE
+    return isinstance(rng, np.random.Generator) and type(rng.bit_generator).__name__ == "ChaCha"
+
+
+def generator_from_seed(seed: np.random.SeedSequence, *, secure: bool) -> np.random.Generator:
+    """A generator for one spawned stream: ChaCha20 when the root stream was secure, numpy's default otherwise."""
+    if secure:
+        return np.random.Generator(_chacha_class()(seed=seed, rounds=20))
+    return np.random.default_rng(seed)
 
 
 def spawn(rng: np.random.Generator, count: int) -> list[np.random.Generator]:

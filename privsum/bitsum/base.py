@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import abc
 import warnings
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from privsum._random import RNGLike, as_generator
 from privsum._validation import check_array, check_choice, check_integer, invalid
 from privsum.accounting.events import PrivacyEvent
 from privsum.exceptions import PrivacyLeakWarning
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
-from privsum.shuffle.protocol import ShuffleProtocol
+from privsum.shuffle.protocol import EXECUTION_PATHS, ShuffleProtocol
+from privsum.shuffle.streaming import PartialView
 
 __all__ = ["CALIBRATIONS", "BitSumProtocol"]
 
@@ -38,8 +40,12 @@ class BitSumProtocol(ShuffleProtocol):
         what is actually achieved. More users than ``n_users`` never weakens the guarantee: the
         extra users' messages are independent of the target's bit given their own inputs, so
         the view is a post-processing of the calibrated one.
+
+        Streamed runs (`run` on chunks of users, `run_streamed`) check the participants once,
+        on the total, so chunks smaller than ``n_users`` do not warn by themselves.
     """
 
+    streams_chunks: ClassVar[bool] = True
     n_users: int
 
     @abc.abstractmethod
@@ -78,6 +84,38 @@ class BitSumProtocol(ShuffleProtocol):
     def depends_on_participants(self) -> bool:
         """Whether the guarantee weakens when fewer than ``n_users`` users take part."""
         return True
+
+    def check_participants(self, n_participants: int) -> None:
+        """Warn when fewer than ``n_users`` took part (`warn_if_fewer`); more never hurts."""
+        self.warn_if_fewer(n_participants)
+
+    def partial_view(self, chunk: Any, *, rng: RNGLike = None, path: str = "fast") -> PartialView:
+        """One chunk of users' histogram: each user's randomizer, with its share of the noise.
+
+        The per-user noise shares are calibrated for ``n_users`` users, so the chunks' histograms
+        add up to the histogram of one run over all of them.
+        """
+        owner = type(self).__name__
+        path = check_choice(path, "path", owner, EXECUTION_PATHS)
+        bits = self.check_bits(chunk)
+        generator = as_generator(rng, owner)
+        if path == "faithful":
+            histogram = self.view(self._messages_of_bits(bits, generator))
+        else:
+            histogram = self._view_of_bits(bits, generator)
+        return PartialView(histogram, bits.shape[0])
+
+    def _messages_of_bits(self, bits: np.ndarray, generator: np.random.Generator) -> MessageBatch:
+        """`randomize` on validated bits, without the participant check."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            return self.randomize(bits, rng=generator)
+
+    def _view_of_bits(self, bits: np.ndarray, generator: np.random.Generator) -> MessageHistogram:
+        """`sample_view` on validated bits, without the participant check."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            return self.sample_view(bits, rng=generator)
 
     def warn_if_fewer(self, n_seen: int) -> None:
         """Warn with `PrivacyLeakWarning` when fewer users take part than the calibration assumed."""

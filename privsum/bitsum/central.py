@@ -32,6 +32,8 @@ from privsum.bitsum.base import BitSumProtocol, check_calibration, instance_ids
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
 from privsum.shuffle.noise import discrete_laplace_variance, sample_discrete_laplace
+from privsum.shuffle.protocol import EXECUTION_PATHS
+from privsum.shuffle.streaming import PartialView
 
 __all__ = ["NOISE_SOURCES", "CentralGaussianBitSum", "CentralLaplaceBitSum", "ExactBitSum"]
 
@@ -96,6 +98,24 @@ class _Curated(BitSumProtocol):
         ones = bits.sum(axis=0)
         noise = self.noise(ones, generator)
         counts = np.stack([np.maximum(-noise, 0), bits.shape[0] - ones, ones + np.maximum(noise, 0)], axis=1)
+        return MessageHistogram(counts, self.alphabet)
+
+    def partial_view(self, chunk: Any, *, rng: RNGLike = None, path: str = "fast") -> PartialView:
+        """One chunk of users' bits as the curator counts them, **without** noise (added once, in `complete_view`)."""
+        check_choice(path, "path", type(self).__name__, EXECUTION_PATHS)
+        bits = self.check_bits(chunk)
+        ones = bits.sum(axis=0, dtype=np.int64)
+        counts = np.stack([np.zeros_like(ones), bits.shape[0] - ones, ones], axis=1)
+        return PartialView(MessageHistogram(counts, self.alphabet), bits.shape[0])
+
+    def complete_view(self, partial: PartialView, *, rng: RNGLike = None) -> MessageHistogram:
+        """The curator's noise, drawn once for the total count of ones, added to the summed chunks."""
+        histogram = super().complete_view(partial, rng=rng)
+        ones = histogram.count(1)
+        if np.any(histogram.count(-1)):
+            raise invalid("partial", type(self).__name__, "the noise-free counts of partial_view", "a histogram with noise")
+        noise = np.asarray(self.noise(ones, as_generator(rng, type(self).__name__)), dtype=np.int64)
+        counts = np.stack([np.maximum(-noise, 0), histogram.count(0), ones + np.maximum(noise, 0)], axis=1)
         return MessageHistogram(counts, self.alphabet)
 
     def analyze(self, view: MessageHistogram | MessageBatch) -> np.ndarray:

@@ -15,7 +15,7 @@ import numpy as np
 from scipy import optimize
 
 from privsum._random import RNGLike, as_generator
-from privsum._validation import check_delta, check_epsilon, check_integer, check_probability, check_real, invalid
+from privsum._validation import check_array, check_delta, check_epsilon, check_integer, check_probability, check_real, invalid
 from privsum.accounting.calibration import calibrate
 from privsum.accounting.events import GuaranteeEvent, PrivacyEvent, ProfileEvent
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
@@ -81,7 +81,9 @@ class _SignedCounts(BitSumProtocol):
     def randomize(self, x: Any, *, rng: RNGLike = None) -> MessageBatch:
         bits = self.check_bits(x)
         self.warn_if_fewer(bits.shape[0])
-        generator = as_generator(rng, type(self).__name__)
+        return self._messages_of_bits(bits, as_generator(rng, type(self).__name__))
+
+    def _messages_of_bits(self, bits: np.ndarray, generator: np.random.Generator) -> MessageBatch:
         plus, minus = self._user_counts(bits, generator)
         return signed_messages(plus, minus)
 
@@ -106,7 +108,9 @@ class _SignedCounts(BitSumProtocol):
         """Exact fast path: sums over ``m`` users of ``NB(r/n, a)`` are ``NB(r m/n, a)``; kept bits are ``Bin(S, 1-q)``."""
         bits = self.check_bits(x)
         self.warn_if_fewer(bits.shape[0])
-        generator = as_generator(rng, type(self).__name__)
+        return self._view_of_bits(bits, as_generator(rng, type(self).__name__))
+
+    def _view_of_bits(self, bits: np.ndarray, generator: np.random.Generator) -> MessageHistogram:
         share = bits.shape[0] / self.n_users
         ones = bits.sum(axis=0)
         kept = ones if self.drop_probability == 0.0 else generator.binomial(ones, 1.0 - self.drop_probability)
@@ -130,7 +134,7 @@ class _SignedCounts(BitSumProtocol):
         noise = 2.0 * self.noise_shape * self.noise_ratio / (1.0 - self.noise_ratio) ** 2
         if q == 0.0:
             return noise
-        total = self.n_users if true_sum is None else np.asarray(true_sum, dtype=float)
+        total = self.n_users if true_sum is None else check_array(true_sum, "true_sum", type(self).__name__, low=0.0)
         return (total * q * (1.0 - q) + noise) / (1.0 - q) ** 2
 
 

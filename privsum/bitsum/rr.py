@@ -44,7 +44,9 @@ class _FlippedReports(BitSumProtocol):
     def randomize(self, x: Any, *, rng: RNGLike = None) -> MessageBatch:
         bits = self.check_bits(x)
         self.warn_if_fewer(bits.shape[0])
-        generator = as_generator(rng, type(self).__name__)
+        return self._messages_of_bits(bits, as_generator(rng, type(self).__name__))
+
+    def _messages_of_bits(self, bits: np.ndarray, generator: np.random.Generator) -> MessageBatch:
         flips = generator.random(bits.shape) < self.flip_probability
         return MessageBatch(instance_ids(*bits.shape), (bits ^ flips).ravel(), bits.shape[1])
 
@@ -52,7 +54,9 @@ class _FlippedReports(BitSumProtocol):
         """Exact fast path: the count of reported ones is ``Bin(S, 1-q) + Bin(n-S, q)``."""
         bits = self.check_bits(x)
         self.warn_if_fewer(bits.shape[0])
-        generator = as_generator(rng, type(self).__name__)
+        return self._view_of_bits(bits, as_generator(rng, type(self).__name__))
+
+    def _view_of_bits(self, bits: np.ndarray, generator: np.random.Generator) -> MessageHistogram:
         n_seen = bits.shape[0]
         ones = bits.sum(axis=0)
         reported = generator.binomial(ones, 1.0 - self.flip_probability) + generator.binomial(

@@ -7,7 +7,7 @@ import math
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -25,7 +25,8 @@ from privsum.lsq.base import LSQFamily
 from privsum.lsq.rff import RandomFourierFeatures, apply_projection
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
-from privsum.shuffle.protocol import ShuffleProtocol
+from privsum.shuffle.protocol import EXECUTION_PATHS, ShuffleProtocol
+from privsum.shuffle.streaming import PartialView, is_chunk_stream
 
 __all__ = ["ACCOUNTING_METHODS", "FEATURE_PRECISIONS", "ShuffledKDE"]
 
@@ -80,6 +81,17 @@ class ShuffledKDE(ShuffleProtocol):
         bits are a mixture over fixed bits, which the bit-sum event already covers. Instances use
         independent randomness, so the guarantee composes ``I * min(Q, 2S)`` bit-sum events.
 
+        Participation: with fewer users than the bit sums are calibrated for, each instance hides
+        a user in less noise. `run` and `sample_view` warn once with `PrivacyLeakWarning`;
+        `event_for_participants` and `guarantee_for_participants` compose the bit sum's
+        `~privsum.bitsum.BitSumProtocol.event_for_participants` instead, and the released
+        `KDEFunction` carries that achieved guarantee (and the actual number of users). More
+        users never weaken a bit sum's guarantee, hence not this one.
+
+        Streaming: users may come as an array, an iterable of arrays, or a Dask array
+        (`run_streamed`); the per-chunk histograms add up, so memory is bounded by
+        ``chunk_size`` and the result is the same in distribution.
+
     Utility:
         ``E[F_ij] = sum_u f_i(x_u)_j`` when the bit sum is unbiased, so the estimate is unbiased
         for the LSQ estimate given the draws, and for the exact KDE when ``beta = 0``. Theorem 3.2
@@ -100,6 +112,8 @@ class ShuffledKDE(ShuffleProtocol):
         >>> density(np.zeros((3, 2))).shape
         (3,)
     """
+
+    streams_chunks: ClassVar[bool] = True
 
     family: LSQFamily
     bitsum: BitSumProtocol
@@ -167,16 +181,36 @@ class ShuffledKDE(ShuffleProtocol):
         ``delta = 0``); ``"seed"``: Theorem 3.2. No privacy (an infinite per-instance epsilon)
         gives ``epsilon = inf``.
         """
-        if not self.bitsum.guarantee.is_finite:
-            return PrivacyGuarantee(math.inf, 0.0, self.bitsum.neighbouring)
-        if self.accounting == "seed":
-            return self._seed_guarantee()
-        if self.delta == 0.0:
-            return self.event.guarantee
-        return _composed_guarantee(self.event, self.delta)
+        return self._guarantee_of(self.bitsum.event)
 
-    def _seed_guarantee(self) -> PrivacyGuarantee:
-        instance = self.bitsum.guarantee
+    def event_for_participants(self, n_participants: int) -> PrivacyEvent:
+        """The touched instances' events when ``n_participants`` users take part, composed (for an accountant)."""
+        n_participants = check_integer(n_participants, "n_participants", "ShuffledKDE", low=1)
+        return ComposedEvent(self.bitsum.event_for_participants(n_participants), self.touched_instances)
+
+    def guarantee_for_participants(self, n_participants: int) -> PrivacyGuarantee:
+        """The overall guarantee actually achieved when ``n_participants`` users take part.
+
+        `guarantee` for ``n_users`` or more; fewer: the same accounting over the bit sum's
+        `~privsum.bitsum.BitSumProtocol.event_for_participants` (computed for the smaller crowd).
+        """
+        n_participants = check_integer(n_participants, "n_participants", "ShuffledKDE", low=1)
+        if n_participants >= self.n_users:
+            return self.guarantee
+        return self._guarantee_of(self.bitsum.event_for_participants(n_participants))
+
+    def _guarantee_of(self, instance_event: PrivacyEvent) -> PrivacyGuarantee:
+        instance = instance_event.guarantee
+        if not instance.is_finite:
+            return PrivacyGuarantee(math.inf, 0.0, instance.neighbouring)
+        if self.accounting == "seed":
+            return self._seed_guarantee(instance)
+        event = ComposedEvent(instance_event, self.touched_instances)
+        if self.delta == 0.0:
+            return event.guarantee
+        return _composed_guarantee(event, self.delta)
+
+    def _seed_guarantee(self, instance: PrivacyGuarantee) -> PrivacyGuarantee:
         touched = self.touched_per_repetition
         repetitions = self.family.n_repetitions
         if instance.is_pure:
@@ -217,25 +251,46 @@ class ShuffledKDE(ShuffleProtocol):
 
     def randomize(self, x: Any, *, rng: RNGLike = None) -> MessageBatch:
         """Every user's tagged messages (the faithful path: memory grows with ``n * I * Q``)."""
-        generator = as_generator(rng, "ShuffledKDE")
+        return self._randomize_counted(x, as_generator(rng, "ShuffledKDE"))[0]
+
+    def _randomize_counted(self, x: Any, generator: np.random.Generator) -> tuple[MessageBatch, int]:
         bits = [self.round_to_bits(chunk, generator) for chunk in self._chunks(x)]
-        if isinstance(self.bitsum, CURATED_BITSUMS):  # the curator's noise is added once
-            return self.bitsum.randomize(np.concatenate(bits), rng=generator)
         n_seen = sum(part.shape[0] for part in bits)
+        if n_seen == 0:
+            raise invalid("x", "ShuffledKDE", "at least one user", "no users")
+        if isinstance(self.bitsum, CURATED_BITSUMS):  # the curator's noise is added once
+            return self.bitsum.randomize(np.concatenate(bits), rng=generator), n_seen
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PrivacyLeakWarning)  # each chunk is part of one run
             batches = [self.bitsum.randomize(part, rng=generator) for part in bits]
         self.bitsum.warn_if_fewer(n_seen)
-        return MessageBatch.concatenate(batches)
+        return MessageBatch.concatenate(batches), n_seen
 
     def sample_view(self, x: Any, *, rng: RNGLike = None) -> MessageHistogram:
         """The analyzer's histogram, streamed over users (memory independent of ``n``).
 
-        For shuffle bit sums, users randomize independently, so the histograms of disjoint
-        chunks of users (each from the bit sum's exact fast path) merge by addition. A curated
-        baseline adds its noise once, to the total count of ones.
+        ``x``: an array of points or an iterable of arrays. For shuffle bit sums, users randomize
+        independently, so the histograms of disjoint chunks of users (each from the bit sum's
+        exact fast path) merge by addition. A curated baseline adds its noise once, to the total
+        count of ones.
         """
         generator = as_generator(rng, "ShuffledKDE")
+        return self.complete_view(self._partial(x, generator, "fast"), rng=generator)
+
+    def partial_view(self, chunk: Any, *, rng: RNGLike = None, path: str = "fast") -> PartialView:
+        """One chunk of users' histogram (processed ``chunk_size`` users at a time), without once-per-run noise."""
+        path = check_choice(path, "path", "ShuffledKDE", EXECUTION_PATHS)
+        return self._partial(chunk, as_generator(rng, "ShuffledKDE"), path)
+
+    def complete_view(self, partial: PartialView, *, rng: RNGLike = None) -> MessageHistogram:
+        """Once per run: the bit sum's participant check (one warning) and a curated baseline's noise."""
+        if not isinstance(partial, PartialView):
+            raise invalid("partial", "ShuffledKDE", "a PartialView", type(partial).__name__)
+        if partial.n_users == 0:
+            raise invalid("x", "ShuffledKDE", "at least one user", "no users")
+        return self.bitsum.complete_view(partial, rng=as_generator(rng, "ShuffledKDE"))
+
+    def _partial(self, x: Any, generator: np.random.Generator, path: str) -> PartialView:
         curated = isinstance(self.bitsum, CURATED_BITSUMS)
         counts = np.zeros((self.n_instances, len(self.alphabet)), dtype=np.int64)
         ones = np.zeros(self.n_instances, dtype=np.int64)
@@ -251,24 +306,55 @@ class ShuffledKDE(ShuffleProtocol):
                     bits = _round_to_bits(self.family, chunk, generator, block, workspace, self.precision)
                     if curated:
                         ones[columns] += bits.sum(axis=0, dtype=np.int64)
+                    elif path == "faithful":
+                        counts[columns] += self.bitsum.view(self.bitsum._messages_of_bits(bits, generator)).counts
                     else:
-                        counts[columns] += self.bitsum.sample_view(bits, rng=generator).counts
-        if n_seen == 0:
-            raise invalid("x", "ShuffledKDE", "at least one user", "no users")
-        self.bitsum.warn_if_fewer(n_seen)
-        if curated:
-            return _curated_view(self.bitsum, ones, n_seen, generator)
-        return MessageHistogram(counts, self.alphabet)
+                        counts[columns] += self.bitsum._view_of_bits(bits, generator).counts
+        if curated:  # noise-free counts: the curator's noise is added once, by complete_view
+            counts = np.stack([np.zeros_like(ones), n_seen - ones, ones], axis=1)
+        return PartialView(MessageHistogram(counts, self.alphabet), n_seen)
 
-    def analyze(self, view: MessageHistogram | MessageBatch) -> KDEFunction:
-        """The released KDE function ``F_ij = (2 B_ij - n) R`` from the shuffled messages."""
+    def run(self, x: Any, *, rng: RNGLike = None, path: str = "fast") -> KDEFunction:
+        """Run the protocol on the users' points and release the KDE function.
+
+        Args:
+            x: ``(n, d)`` points, an iterable of such arrays, or a Dask array.
+            rng: randomness for the rounding, the randomizers and the shuffler.
+            path: ``"fast"`` (streamed exact histograms) or ``"faithful"`` (every message).
+
+        The estimate and its guarantee use the number of users who actually took part (a
+        `PrivacyLeakWarning` says when it is below the calibration's ``n_users``).
+        """
+        path = check_choice(path, "path", "ShuffledKDE", EXECUTION_PATHS)
+        generator = as_generator(rng, "ShuffledKDE")
+        if is_chunk_stream(x) and not isinstance(x, Iterator):
+            return self.run_streamed(x, rng=generator, path=path)
+        if path == "faithful":
+            messages, n_seen = self._randomize_counted(x, generator)
+            return self.analyze(self.view(self.shuffle(messages, rng=generator)), n_participants=n_seen)
+        partial = self._partial(x, generator, path)
+        return self.analyze(self.complete_view(partial, rng=generator), n_participants=partial.n_users)
+
+    def analyze(self, view: MessageHistogram | MessageBatch, *, n_participants: int | None = None) -> KDEFunction:
+        """The released KDE function ``F_ij = (2 B_ij - n) R`` from the shuffled messages.
+
+        Args:
+            view: the shuffled messages or their histogram.
+            n_participants: ``n``, the users who took part (default ``n_users``); fewer than
+                ``n_users`` gives the function the weaker `guarantee_for_participants`.
+        """
         histogram = self.view(view)
         if histogram.n_instances != self.n_instances:
             raise invalid("view", "ShuffledKDE", f"a view of {self.n_instances} instances", histogram.n_instances)
+        n = self.n_users if n_participants is None else check_integer(n_participants, "n_participants", "ShuffledKDE", low=1)
         bit_sums = np.asarray(self.bitsum.analyze(histogram), dtype=float)
-        coefficients = (2.0 * bit_sums - self.n_users) * self.family.bound
+        coefficients = (2.0 * bit_sums - n) * self.family.bound
         shape = (self.family.n_repetitions, self.family.n_coordinates)
-        return KDEFunction(self.family, coefficients.reshape(shape), self.n_users, self.guarantee)
+        return KDEFunction(self.family, coefficients.reshape(shape), n, self.guarantee_for_participants(n))
+
+    def analyze_participants(self, view: MessageHistogram, n_participants: int) -> KDEFunction:
+        """`analyze` with the number of users who took part."""
+        return self.analyze(view, n_participants=n_participants)
 
     def _chunks(self, x: Any) -> Iterator[np.ndarray]:
         """Validated ``(m, d)`` chunks of users from an array or an iterable of arrays."""
@@ -431,13 +517,6 @@ def touched_per_repetition(family: LSQFamily) -> int:
 def _is_nested_list(x: Any) -> bool:
     """A list of points (rather than an iterable of chunks): its items are scalars' sequences."""
     return isinstance(x, (list, tuple)) and len(x) > 0 and not isinstance(x[0], np.ndarray) and np.ndim(x[0]) == 1
-
-
-def _curated_view(bitsum: BitSumProtocol, ones: np.ndarray, n_seen: int, rng: np.random.Generator) -> MessageHistogram:
-    """A curated baseline's view from the total ones: the same histogram as its own fast path."""
-    noise = np.asarray(bitsum.noise(ones, rng), dtype=np.int64)
-    counts = np.stack([np.maximum(-noise, 0), n_seen - ones, ones + np.maximum(noise, 0)], axis=1)
-    return MessageHistogram(counts, bitsum.alphabet)
 
 
 def _generic_composed_epsilon(epsilon0: float, delta0: float, count: int, delta: float) -> float:

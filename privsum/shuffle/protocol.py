@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import abc
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -15,6 +15,7 @@ from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
 from privsum.shuffle.shuffler import shuffle_messages
+from privsum.shuffle.streaming import PartialView, is_chunk_stream, iter_user_chunks
 
 __all__ = ["EXECUTION_PATHS", "ShuffleProtocol"]
 
@@ -30,11 +31,27 @@ class ShuffleProtocol(abc.ABC):
     overridden by a *fast path* that samples the analyzer's histogram directly, when that is
     exact in distribution; the *faithful path* materialises and permutes every message.
 
+    **Streaming.** `run` also accepts users in chunks (an iterator of arrays, a
+    `~privsum.shuffle.streaming.UserChunks` list or a Dask array; `run_streamed` and
+    `sample_view_streamed` take any iterable of arrays). Protocols that set `streams_chunks`
+    implement `partial_view` (one chunk's histogram, with only per-user randomness) and, where
+    something happens once per run, `complete_view`; the per-chunk histograms add up, so memory
+    is bounded by one chunk and the result has the same distribution as one run over all users.
+    Other protocols receive the chunks concatenated (correct, but not memory-bounded).
+
+    **Participation.** A protocol calibrated for ``n_users`` may see fewer (dropouts) or more.
+    `check_participants` runs once per run on the total (the default does nothing);
+    `event_for_participants` reports the guarantee actually achieved (the default: `event`, for
+    protocols whose guarantee does not depend on the number of participants).
+
     Privacy:
         Guarantees are on the shuffler's output (the multiset of messages) against an adversary
         who also knows every other user's input; the analyzer is post-processing. The shuffler is
         trusted.
     """
+
+    #: Whether `partial_view` handles one chunk of users (so that streamed runs are memory-bounded).
+    streams_chunks: ClassVar[bool] = False
 
     @property
     @abc.abstractmethod
@@ -87,18 +104,20 @@ class ShuffleProtocol(abc.ABC):
                 raise invalid("view", type(self).__name__, f"a histogram over {self.alphabet}", messages.alphabet)
             return messages
         if isinstance(messages, MessageBatch):
-            return MessageHistogram.from_messages(messages, alphabet=self.alphabet)
+            return _count_messages(messages, self.alphabet)
         raise invalid("view", type(self).__name__, "a MessageHistogram or MessageBatch", type(messages).__name__)
 
     def sample_view(self, x: Any, *, rng: RNGLike = None) -> MessageHistogram:
         """The analyzer's histogram; the default materialises every message."""
         return self.view(self.randomize(x, rng=as_generator(rng, type(self).__name__)))
 
-    def run(self, x: Any, *, rng: RNGLike = None, path: str = "fast") -> np.ndarray:
+    def run(self, x: Any, *, rng: RNGLike = None, path: str = "fast") -> Any:
         """Run the whole protocol on the users' inputs ``x``.
 
         Args:
-            x: the users' inputs, first axis over users.
+            x: the users' inputs, first axis over users; or a stream of chunks of users (an
+                iterator of arrays, a `~privsum.shuffle.streaming.UserChunks` or a Dask array),
+                which goes to `run_streamed`.
             rng: randomness for the randomizers and the shuffler.
             path: ``"faithful"`` materialises and permutes every message; ``"fast"`` samples
                 the analyzer's histogram directly where the protocol provides an exact sampler.
@@ -106,7 +125,119 @@ class ShuffleProtocol(abc.ABC):
         owner = type(self).__name__
         path = check_choice(path, "path", owner, EXECUTION_PATHS)
         generator = as_generator(rng, owner)
+        if is_chunk_stream(x):
+            return self.run_streamed(x, rng=generator, path=path)
         if path == "faithful":
             messages = self.randomize(x, rng=generator)
             return self.analyze(self.view(self.shuffle(messages, rng=generator)))
         return self.analyze(self.sample_view(x, rng=generator))
+
+    # ----------------------------------------------------------------- participation
+    def check_participants(self, n_participants: int) -> None:  # noqa: B027 - a hook, empty by default
+        """Once per run, on the total number of users: warn (or raise) where the calibration needs it.
+
+        The default accepts any number; protocols calibrated for ``n_users`` warn with
+        `~privsum.exceptions.PrivacyLeakWarning` when fewer take part and raise where more
+        would break an assumption of the analyzer.
+        """
+
+    def event_for_participants(self, n_participants: int) -> PrivacyEvent:
+        """The guarantee actually achieved when ``n_participants`` users take part (default: `event`)."""
+        check_integer(n_participants, "n_participants", type(self).__name__, low=1)
+        return self.event
+
+    # ----------------------------------------------------------------- streaming
+    def partial_view(self, chunk: Any, *, rng: RNGLike = None, path: str = "fast") -> PartialView:
+        """One chunk of users' histogram (only their own randomness) and their number.
+
+        Called for each chunk of a streamed run, with no participant check and nothing that is
+        added once per run; `complete_view` does both on the sum. Protocols that stream set
+        `streams_chunks` and override this.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not stream chunks of users")
+
+    def complete_view(self, partial: PartialView, *, rng: RNGLike = None) -> MessageHistogram:
+        """The analyzer's histogram from the sum of every chunk's `partial_view` (once per run).
+
+        The default checks the participants (`check_participants`) and returns the summed
+        histogram; a protocol with once-per-run noise adds it here.
+        """
+        if not isinstance(partial, PartialView):
+            raise invalid("partial", type(self).__name__, "a PartialView", type(partial).__name__)
+        if partial.n_users < 1:
+            raise invalid("x", type(self).__name__, "at least one user", "no users")
+        self.check_participants(partial.n_users)
+        return partial.histogram
+
+    def stream_partial(self, chunks: Any, *, rng: RNGLike = None, path: str = "fast") -> PartialView:
+        """The summed `partial_view` of every chunk in ``chunks`` (an iterable of arrays or a Dask array)."""
+        owner = type(self).__name__
+        path = check_choice(path, "path", owner, EXECUTION_PATHS)
+        generator = as_generator(rng, owner)
+        parts = iter_user_chunks(chunks if is_chunk_stream(chunks) else _as_stream(chunks, owner), owner)
+        if not self.streams_chunks:  # concatenate: correct, not memory-bounded
+            users = np.concatenate([np.asarray(part) for part in parts])
+            if path == "faithful":
+                view = self.view(self.shuffle(self.randomize(users, rng=generator), rng=generator))
+            else:
+                view = self.sample_view(users, rng=generator)
+            return PartialView(view, users.shape[0])
+        total: PartialView | None = None
+        for part in parts:
+            partial = self.partial_view(part, rng=generator, path=path)
+            total = partial if total is None else total + partial
+        return total  # type: ignore[return-value]  # iter_user_chunks yields at least one chunk
+
+    def sample_view_streamed(self, chunks: Any, *, rng: RNGLike = None, path: str = "fast") -> MessageHistogram:
+        """The analyzer's histogram of users given in chunks, memory bounded by one chunk.
+
+        The result has the same distribution as `sample_view` on all users at once (the
+        ``"faithful"`` path: as the histogram of the shuffled messages).
+
+        Args:
+            chunks: an iterable of arrays (each with the first axis over users) or a Dask array.
+            rng: randomness for every chunk, drawn in order.
+            path: ``"fast"`` or ``"faithful"`` for each chunk.
+        """
+        generator = as_generator(rng, type(self).__name__)
+        if not self.streams_chunks:
+            return self.stream_partial(chunks, rng=generator, path=path).histogram
+        return self.complete_view(self.stream_partial(chunks, rng=generator, path=path), rng=generator)
+
+    def run_streamed(self, chunks: Any, *, rng: RNGLike = None, path: str = "fast") -> Any:
+        """`run` over users given in chunks: per-chunk histograms reduced by addition, then analyzed once.
+
+        Args:
+            chunks: an iterable of arrays (each with the first axis over users) or a Dask array.
+            rng: randomness for every chunk, drawn in order.
+            path: ``"fast"`` or ``"faithful"`` for each chunk.
+        """
+        generator = as_generator(rng, type(self).__name__)
+        partial = self.stream_partial(chunks, rng=generator, path=path)
+        view = self.complete_view(partial, rng=generator) if self.streams_chunks else partial.histogram
+        return self.analyze_participants(view, partial.n_users)
+
+    def analyze_participants(self, view: MessageHistogram, n_participants: int) -> Any:
+        """`analyze` when the number of participants is known (the default ignores it)."""
+        return self.analyze(view)
+
+
+def _as_stream(chunks: Any, owner: str) -> Any:
+    """An explicit iterable of chunks (a list of arrays, say) as a stream; one array stays one chunk."""
+    if isinstance(chunks, np.ndarray):
+        return iter([chunks])
+    if isinstance(chunks, (str, bytes)) or not hasattr(chunks, "__iter__"):
+        raise invalid("chunks", owner, "an iterable of arrays or a Dask array", type(chunks).__name__)
+    return iter(chunks)
+
+
+def _count_messages(batch: MessageBatch, alphabet: tuple[int, ...]) -> MessageHistogram:
+    """`MessageHistogram.from_messages`, by one ``bincount`` when the alphabet is a range of integers."""
+    low, width = alphabet[0], len(alphabet)
+    if alphabet[-1] - low + 1 != width or batch.n_messages == 0:
+        return MessageHistogram.from_messages(batch, alphabet=alphabet)
+    columns = batch.values - low
+    if not (columns.min() >= 0 and columns.max() < width):
+        return MessageHistogram.from_messages(batch, alphabet=alphabet)  # raises, naming the stray value
+    counts = np.bincount(batch.instances * width + columns, minlength=batch.n_instances * width)
+    return MessageHistogram(counts.reshape(batch.n_instances, width), alphabet)

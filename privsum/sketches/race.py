@@ -16,6 +16,7 @@ from privsum._validation import check_choice, check_epsilon, check_integer, chec
 from privsum.accounting import GuaranteeEvent, Neighbouring, PrivacyGuarantee
 from privsum.exceptions import IncompatibleSketchError
 from privsum.lsq.lsh import LSHFamily, family_from_spec
+from privsum.shuffle.streaming import is_chunk_stream, iter_user_chunks
 from privsum.sketches._noise import add_discrete_laplace
 
 __all__ = ["RACE", "ReleasedRACE", "SketchShape"]
@@ -171,25 +172,37 @@ class RACE(_CounterArray):
         return float(self._n_updates)
 
     def update(self, points: Any, *, chunk_size: int | None = None) -> RACE:
-        """Add one point ``(d,)`` or a batch ``(n, d)``; returns ``self`` (for chaining).
+        """Add one point ``(d,)``, a batch ``(n, d)`` or a stream of batches; returns ``self`` (for chaining).
 
         Args:
             points: the points; validated (finite, right dimension) before any counter changes.
+                A stream of chunks (an iterator of arrays, a `~privsum.shuffle.streaming.UserChunks`
+                or a Dask array, the same inputs as a protocol's `run`) is hashed one chunk at a
+                time and committed only once every chunk is valid.
             chunk_size: points hashed at a time; memory is ``O(chunk_size * R)``. The default
                 keeps about ``2^20`` hash codes per chunk.
         """
         if chunk_size is None:
             chunk_size = max(256, _CODES_PER_CHUNK // self.n_rows)
         chunk_size = check_integer(chunk_size, "chunk_size", "RACE.update", low=1)
-        array = self.family.check_points(points)
+        parts = iter_user_chunks(points, "RACE.update") if is_chunk_stream(points) else [points]
+        increments = np.zeros(self._counts.size, dtype=np.int64)
+        added = 0
+        for part in parts:
+            array = self.family.check_points(part)
+            increments += self._increments(array, chunk_size)
+            added += array.shape[0]
+        self._counts += increments.reshape(self._counts.shape)
+        self._n_updates += added
+        return self
+
+    def _increments(self, array: np.ndarray, chunk_size: int) -> np.ndarray:
         offsets = np.arange(self.n_rows, dtype=np.int64) * self.width
         increments = np.zeros(self._counts.size, dtype=np.int64)
         for start in range(0, array.shape[0], chunk_size):
             codes = self.family.hash_codes(array[start : start + chunk_size])
             increments += np.bincount((codes + offsets).ravel(), minlength=self._counts.size)
-        self._counts += increments.reshape(self._counts.shape)
-        self._n_updates += array.shape[0]
-        return self
+        return increments
 
     def merge(self, other: RACE) -> RACE:
         """A new sketch of the union of both inputs (counters added); the inputs are unchanged.
@@ -229,7 +242,7 @@ class RACE(_CounterArray):
         Args:
             epsilon: the privacy parameter, ``> 0``.
             neighbouring: ``"add-remove"`` (seed 002's relation) or ``"replace-one"``.
-            sampler: ``"opendp"`` (exact sampler, OS randomness; ``rng`` must be ``None``) or
+            sampler: ``"opendp"`` (exact sampler, OS randomness; ``rng`` must be ``None`` or ``"secure"``) or
                 ``"numpy"`` (seeded from ``rng``; floating-point geometric sampling, for experiments).
             rng: private randomness for ``sampler="numpy"``; never stored.
 

@@ -18,7 +18,13 @@ from privsum.sums.blanket import (
 from privsum.sums.clipped import CentralClippedSum, ClippedSum, PrivateCentralClippedSum
 from privsum.sums.clipped_vector import ClippedVectorSum, SparseVectorAggregation
 from privsum.sums.correlated import CorrelatedNoiseSum, gkmps_parameters
-from privsum.sums.multi_message import MAX_MODULUS, MultiMessageSum, default_share_count, supported_security_bits
+from privsum.sums.multi_message import (
+    MAX_MODULUS,
+    MultiMessageSum,
+    default_share_count,
+    divisible_laplace_epsilon,
+    supported_security_bits,
+)
 from privsum.sums.vector import ShuffledVectorSum
 
 __all__ = [
@@ -37,6 +43,7 @@ __all__ = [
     "blanket_profile",
     "blanket_variance_bound",
     "default_share_count",
+    "divisible_laplace_epsilon",
     "gkmps_parameters",
     "supported_security_bits",
 ]

@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 
 from privsum._validation import check_array, invalid
+from privsum.exceptions import PrivacyLeakWarning
 
-__all__ = ["as_user_matrix", "integer_inputs", "randomized_round", "real_inputs"]
+__all__ = ["as_user_matrix", "integer_inputs", "randomized_round", "real_inputs", "warn_if_fewer"]
 
 
 def as_user_matrix(array: np.ndarray) -> np.ndarray:
     """View a ``(n_users,)`` or ``(n_users, n_instances)`` array as ``(n_users, n_instances)``."""
     return array.reshape(array.shape[0], -1)
+
+
+def check_has_users(array: np.ndarray, owner: str) -> None:
+    """Raise unless the array holds at least one user (first axis) and one entry."""
+    if array.ndim == 0 or array.shape[0] == 0 or array.size == 0:
+        raise invalid("x", owner, "a non-empty array (at least one user)", f"shape {array.shape}")
 
 
 def check_user_count(array: np.ndarray, n_users: int, owner: str) -> None:
@@ -24,25 +32,48 @@ def check_user_count(array: np.ndarray, n_users: int, owner: str) -> None:
         )
 
 
-def real_inputs(x: Any, owner: str, *, n_users: int, clip: bool, ndim: int | tuple[int, ...] = (1, 2)) -> np.ndarray:
-    """Validate values in ``[0, 1]`` (clipped only when ``clip`` is set) as a float array."""
+def warn_if_fewer(n_seen: int, n_users: int, owner: str) -> None:
+    """Warn with `PrivacyLeakWarning` when ``n_seen < n_users`` users take part (the guarantee is weaker)."""
+    if n_seen < n_users:
+        warnings.warn(
+            f"{owner} was calibrated for n_users={n_users} but {n_seen} users took part; "
+            f"the guarantee is weaker: see event_for_participants({n_seen}).",
+            PrivacyLeakWarning,
+            stacklevel=4,
+        )
+
+
+def real_inputs(
+    x: Any, owner: str, *, n_users: int | None = None, clip: bool, ndim: int | tuple[int, ...] = (1, 2)
+) -> np.ndarray:
+    """Validate values in ``[0, 1]`` (clipped only when ``clip`` is set) as a float array.
+
+    With ``n_users`` the array must have exactly that many rows; ``None`` accepts any number.
+    """
     if clip:
         array = check_array(x, "x", owner, ndim=ndim).astype(float)
         array = np.clip(array, 0.0, 1.0)
     else:
         array = check_array(x, "x", owner, ndim=ndim, low=0.0, high=1.0).astype(float)
-    check_user_count(array, n_users, owner)
+    check_has_users(array, owner)
+    if n_users is not None:
+        check_user_count(array, n_users, owner)
     return array
 
 
-def integer_inputs(x: Any, owner: str, *, n_users: int, domain: int, clip: bool) -> np.ndarray:
-    """Validate integers in ``{0..domain}`` (clipped only when ``clip`` is set) as ``(n_users, n_instances)``."""
+def integer_inputs(x: Any, owner: str, *, n_users: int | None = None, domain: int, clip: bool) -> np.ndarray:
+    """Validate integers in ``{0..domain}`` (clipped only when ``clip`` is set) as ``(n_users, n_instances)``.
+
+    With ``n_users`` the array must have exactly that many rows; ``None`` accepts any number.
+    """
     if clip:
         array = check_array(x, "x", owner, ndim=(1, 2), integer=True)
         array = np.clip(array, 0, domain)
     else:
         array = check_array(x, "x", owner, ndim=(1, 2), low=0, high=domain, integer=True)
-    check_user_count(array, n_users, owner)
+    check_has_users(array, owner)
+    if n_users is not None:
+        check_user_count(array, n_users, owner)
     return as_user_matrix(array.astype(np.int64))
 
 

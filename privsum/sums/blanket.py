@@ -18,7 +18,7 @@ import math
 import warnings
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy import stats
@@ -27,7 +27,9 @@ from privsum._random import RNGLike, as_generator
 from privsum._validation import check_choice, check_delta, check_epsilon, check_integer, check_probability, check_real, invalid
 from privsum.accounting import GuaranteeEvent, PrivacyEvent, PrivacyGuarantee, PrivacyProfile, ProfileEvent, calibrate
 from privsum.shuffle import MessageBatch, MessageHistogram, ShuffleProtocol
-from privsum.sums._common import as_user_matrix, randomized_round, real_inputs
+from privsum.shuffle.protocol import EXECUTION_PATHS
+from privsum.shuffle.streaming import PartialView
+from privsum.sums._common import as_user_matrix, randomized_round, real_inputs, warn_if_fewer
 
 __all__ = [
     "CALIBRATIONS",
@@ -286,7 +288,7 @@ class BlanketRealSum(ShuffleProtocol):
     ``(n_users, n_instances)`` (independent instances, messages tagged by instance).
 
     Args:
-        n_users: users the randomizer is calibrated for; inputs must have exactly this many rows.
+        n_users: users the guarantee is calibrated for (fewer warn, more are accepted: see Privacy).
         precision: ``k``, the number of rounding levels (message values ``0..k``).
         blanket_probability: ``gamma``, probability of replacing the message by a uniform one.
         delta: the delta of the headline guarantee.
@@ -299,6 +301,14 @@ class BlanketRealSum(ShuffleProtocol):
         headline is ``(profile.epsilon(delta), delta)`` of `blanket_profile` (verifiable by
         calling ``event.profile``). ``"analytic"``: BBGN19 Theorem (``epsilon < 1``) or seed 003
         section 4.5 with ``d = 1`` (``1 <= epsilon < 6``).
+
+        Participation: the randomizer does not depend on ``n``, so any number of users may take
+        part. **More** than ``n_users`` never hurts: the extra users' messages are independent of
+        the target's input and of the other messages, so the larger view is a post-processing of
+        the calibrated one (the analyzer counts the messages it receives, so it stays unbiased).
+        **Fewer** hide each user in a thinner blanket: `run`, `randomize` and `sample_view` warn
+        with `PrivacyLeakWarning` and `event_for_participants` recomputes the guarantee for the
+        users who took part (the same accounting, evaluated at the smaller ``n``).
 
     Utility:
         Unbiased. Variance ``sum_i v(x_i) / (1 - gamma)^2`` (`variance`), at most
@@ -316,6 +326,8 @@ class BlanketRealSum(ShuffleProtocol):
         >>> bool(abs(estimate[0] - 2500) < 6 * float(np.sqrt(protocol.variance(x)[0])))
         True
     """
+
+    streams_chunks: ClassVar[bool] = True
 
     n_users: int
     precision: int
@@ -409,6 +421,28 @@ class BlanketRealSum(ShuffleProtocol):
             return GuaranteeEvent(PrivacyGuarantee(self._analytic_epsilon(), self.delta))
         return ProfileEvent.at_delta(self.profile, self.delta)
 
+    def event_for_participants(self, n_participants: int) -> PrivacyEvent:
+        """The guarantee achieved when ``n_participants`` users take part (`event` for ``n_users`` or more).
+
+        Fewer: the configured accounting evaluated at ``n_participants`` -- the exact profile of
+        `blanket_profile` (``"tight"``), or the closed form (``"analytic"``; where it has no finite
+        value, for example below two users, the exact profile, which is also a valid bound).
+        """
+        owner = type(self).__name__
+        n_participants = check_integer(n_participants, "n_participants", owner, low=1)
+        if n_participants >= self.n_users:
+            return self.event
+        if self.accounting == "analytic" and n_participants >= 2:
+            epsilon = analytic_blanket_epsilon(self.blanket_probability, self.delta, size=self.precision, n_users=n_participants)
+            if math.isfinite(epsilon):
+                return GuaranteeEvent(PrivacyGuarantee(epsilon, self.delta))
+        profile = blanket_profile(self.blanket_probability, self.precision + 1, n_participants)
+        return ProfileEvent.at_delta(profile, self.delta)
+
+    def check_participants(self, n_participants: int) -> None:
+        """Warn with `PrivacyLeakWarning` when fewer than ``n_users`` take part; more are fine."""
+        warn_if_fewer(n_participants, self.n_users, type(self).__name__)
+
     @property
     def alphabet(self) -> tuple[int, ...]:
         return tuple(range(self.precision + 1))
@@ -423,15 +457,22 @@ class BlanketRealSum(ShuffleProtocol):
         uniform_second_moment = (2 * k + 1) / (6 * k)
         if x is None:
             return blanket_variance_bound(gamma, k, self.n_users)
-        values = as_user_matrix(real_inputs(x, type(self).__name__, n_users=self.n_users, clip=self.clip))
+        values = self._values(x)
         fraction = values * k - np.floor(values * k)
         second = (1 - gamma) * (values**2 + fraction * (1 - fraction) / k**2) + gamma * uniform_second_moment
         mean = (1 - gamma) * values + gamma / 2
         return (second - mean**2).sum(axis=0) / (1 - gamma) ** 2
 
     # ----------------------------------------------------------------- roles
+    def _values(self, x: Any) -> np.ndarray:
+        return as_user_matrix(real_inputs(x, type(self).__name__, clip=self.clip))
+
     def _messages(self, x: Any, rng: np.random.Generator) -> np.ndarray:
-        values = as_user_matrix(real_inputs(x, type(self).__name__, n_users=self.n_users, clip=self.clip))
+        values = self._values(x)
+        self.check_participants(values.shape[0])
+        return self._messages_of(values, rng)
+
+    def _messages_of(self, values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         rounded = randomized_round(values * self.precision, rng)
         blanket = rng.random(values.shape) < self.blanket_probability
         uniform = rng.integers(0, self.precision + 1, size=values.shape)
@@ -445,7 +486,16 @@ class BlanketRealSum(ShuffleProtocol):
 
     def sample_view(self, x: Any, *, rng: RNGLike = None) -> MessageHistogram:
         """Fast path: the same per-user draws counted directly, without materialising or permuting messages."""
-        messages = self._messages(x, as_generator(rng, type(self).__name__))
+        return self._count(self._messages(x, as_generator(rng, type(self).__name__)))
+
+    def partial_view(self, chunk: Any, *, rng: RNGLike = None, path: str = "fast") -> PartialView:
+        """One chunk of users' histogram (each user's message is its own: both paths count the same draws)."""
+        owner = type(self).__name__
+        check_choice(path, "path", owner, EXECUTION_PATHS)
+        values = self._values(chunk)
+        return PartialView(self._count(self._messages_of(values, as_generator(rng, owner))), values.shape[0])
+
+    def _count(self, messages: np.ndarray) -> MessageHistogram:
         width = self.precision + 1
         flat = (np.arange(messages.shape[1]) * width)[None, :] + messages
         counts = np.bincount(flat.ravel(), minlength=messages.shape[1] * width).reshape(messages.shape[1], width)

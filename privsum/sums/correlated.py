@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -21,7 +21,9 @@ from privsum._validation import check_choice, check_delta, check_epsilon, check_
 from privsum.accounting import GuaranteeEvent, PLDPair, PrivacyGuarantee
 from privsum.shuffle import MessageBatch, MessageHistogram, ShuffleProtocol
 from privsum.shuffle.noise import discrete_laplace_variance, negative_binomial_truncated, sample_negative_binomial
-from privsum.sums._common import integer_inputs, randomized_round
+from privsum.shuffle.protocol import EXECUTION_PATHS
+from privsum.shuffle.streaming import PartialView
+from privsum.sums._common import integer_inputs, randomized_round, warn_if_fewer
 
 __all__ = ["CorrelatedNoiseSum", "gkmps_parameters"]
 
@@ -100,7 +102,7 @@ class CorrelatedNoiseSum(ShuffleProtocol):
     all message values (times ``domain/levels``).
 
     Args:
-        n_users: users the noise shares are calibrated for; inputs must have exactly this many rows.
+        n_users: users the noise shares are calibrated for (fewer warn, more are accepted: see Privacy).
         domain: ``Delta``; inputs are integers in ``{0..Delta}``.
         levels: ``D``, the domain after random rounding (``D = Delta``: no rounding).
         central_ratio: ``a`` of the central ``DLap(a)``.
@@ -129,6 +131,14 @@ class CorrelatedNoiseSum(ShuffleProtocol):
         distribution does not depend on ``n`` (per-user NB shares sum to the totals), so the
         check covers every ``n`` -- provided all ``n`` users take part.
 
+        Participation: each user sends ``1/n_users`` of every noise kind, so ``m`` participants
+        put ``m/n_users`` of it in the view. **More** than ``n_users`` never hurt: the extra noise
+        (and the extra users' data) is independent of the target, so the view is a
+        post-processing of the calibrated one (the sum's variance grows by the extra noise).
+        **Fewer** leave less noise: `run`, `randomize` and `sample_view` warn with
+        `PrivacyLeakWarning`, and `event_for_participants` runs the verification above on the
+        noise actually present (every shape times ``m/n_users``), for ``D <= 8``.
+
     Utility:
         Unbiased; variance ``(Delta/D)^2 (2a/(1-a)^2 + sum_i f_i (1 - f_i))`` with ``f_i`` the
         rounding remainders (`variance`); `error_bound` for a failure probability.
@@ -146,6 +156,8 @@ class CorrelatedNoiseSum(ShuffleProtocol):
         >>> round(protocol.expected_messages_per_user, 1) > 1
         True
     """
+
+    streams_chunks: ClassVar[bool] = True
 
     n_users: int
     domain: int
@@ -251,6 +263,25 @@ class CorrelatedNoiseSum(ShuffleProtocol):
     def event(self) -> GuaranteeEvent:
         return GuaranteeEvent(PrivacyGuarantee(self.epsilon, self.delta))
 
+    def event_for_participants(self, n_participants: int) -> GuaranteeEvent:
+        """The guarantee achieved when ``n_participants`` users take part (`event` for ``n_users`` or more).
+
+        Fewer: the verified epsilon at `delta` (`verified_epsilon`) of the noise actually present,
+        every noise shape scaled by ``n_participants / n_users``. With ``levels > 8`` nothing can
+        be verified here and the event has infinite epsilon (no guarantee is claimed).
+        """
+        owner = type(self).__name__
+        n_participants = check_integer(n_participants, "n_participants", owner, low=1)
+        if n_participants >= self.n_users:
+            return self.event
+        if self.levels > _VERIFIABLE_LEVELS:
+            return GuaranteeEvent(PrivacyGuarantee(math.inf, self.delta))
+        return GuaranteeEvent(PrivacyGuarantee(self.verified_epsilon(self.delta, n_participants=n_participants), self.delta))
+
+    def check_participants(self, n_participants: int) -> None:
+        """Warn with `PrivacyLeakWarning` when fewer than ``n_users`` take part; more are fine."""
+        warn_if_fewer(n_participants, self.n_users, type(self).__name__)
+
     @property
     def expected_messages_per_user(self) -> float:
         """``1 + sum over kinds of (messages per kind) shape/n ratio/(1-ratio)``, per instance (1 counts the data message)."""
@@ -263,15 +294,16 @@ class CorrelatedNoiseSum(ShuffleProtocol):
         return self.domain / self.levels
 
     def variance(self, x: Any = None) -> np.ndarray | float:
-        """Variance per instance: exact for inputs ``x`` (rounding included), else the worst case."""
+        """Variance per instance: exact for inputs ``x`` (rounding, and the noise their users send), else for ``n_users``."""
         noise = discrete_laplace_variance(self.central_ratio)
         if x is None:
             rounding = self.n_users / 4 if self.levels < self.domain else 0.0
             return self.scale**2 * (noise + rounding)
-        values = integer_inputs(x, type(self).__name__, n_users=self.n_users, domain=self.domain, clip=self.clip)
+        values = integer_inputs(x, type(self).__name__, domain=self.domain, clip=self.clip)
         scaled = values * self.levels / self.domain
         fraction = scaled - np.floor(scaled)
-        return self.scale**2 * (noise + (fraction * (1 - fraction)).sum(axis=0))
+        share = values.shape[0] / self.n_users  # the noise present with these users
+        return self.scale**2 * (noise * share + (fraction * (1 - fraction)).sum(axis=0))
 
     def error_bound(self, beta: float) -> float:
         """A bound on ``|estimate - sum|`` holding with probability at least ``1 - beta`` (per instance).
@@ -286,8 +318,10 @@ class CorrelatedNoiseSum(ShuffleProtocol):
         return self.scale * (tail + rounding)
 
     # ----------------------------------------------------------------- roles
-    def _rounded(self, x: Any, rng: np.random.Generator) -> np.ndarray:
-        values = integer_inputs(x, type(self).__name__, n_users=self.n_users, domain=self.domain, clip=self.clip)
+    def _values(self, x: Any) -> np.ndarray:
+        return integer_inputs(x, type(self).__name__, domain=self.domain, clip=self.clip)
+
+    def _rounded(self, values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         if self.levels == self.domain:
             return values
         return randomized_round(values * (self.levels / self.domain), rng)
@@ -295,13 +329,18 @@ class CorrelatedNoiseSum(ShuffleProtocol):
     def randomize(self, x: Any, *, rng: RNGLike = None) -> MessageBatch:
         """Every user's messages (data, central-noise and flooding), tagged with instance ids."""
         generator = as_generator(rng, type(self).__name__)
-        rounded = self._rounded(x, generator)
+        values = self._values(x)
+        self.check_participants(values.shape[0])
+        return self._messages_of(values, generator)
+
+    def _messages_of(self, values: np.ndarray, generator: np.random.Generator) -> MessageBatch:
+        rounded = self._rounded(values, generator)
         n, n_instances = rounded.shape
         owner_instances = np.broadcast_to(np.arange(n_instances), rounded.shape)
         nonzero = rounded != 0
         instance_parts, value_parts = [owner_instances[nonzero]], [rounded[nonzero]]
         for shape, ratio, values in self._kinds:
-            copies = sample_negative_binomial(generator, shape / n, ratio, (n, n_instances))
+            copies = sample_negative_binomial(generator, shape / self.n_users, ratio, (n, n_instances))
             repeated = np.repeat(owner_instances.ravel(), copies.ravel())
             for value in values:
                 instance_parts.append(repeated)
@@ -309,15 +348,30 @@ class CorrelatedNoiseSum(ShuffleProtocol):
         return MessageBatch(np.concatenate(instance_parts), np.concatenate(value_parts), n_instances=n_instances)
 
     def sample_view(self, x: Any, *, rng: RNGLike = None) -> MessageHistogram:
-        """Fast path: each kind's total count is ``NB(total shape, ratio)`` (exact: NB shares add up)."""
+        """Fast path: each kind's count over ``m`` users is ``NB(total shape m/n_users, ratio)`` (exact: NB shares add up)."""
         generator = as_generator(rng, type(self).__name__)
-        rounded = self._rounded(x, generator)
+        values = self._values(x)
+        self.check_participants(values.shape[0])
+        return self._view_of(values, generator)
+
+    def partial_view(self, chunk: Any, *, rng: RNGLike = None, path: str = "fast") -> PartialView:
+        """One chunk of users' histogram, with their share ``m/n_users`` of every noise kind."""
+        owner = type(self).__name__
+        path = check_choice(path, "path", owner, EXECUTION_PATHS)
+        generator = as_generator(rng, owner)
+        values = self._values(chunk)
+        histogram = self.view(self._messages_of(values, generator)) if path == "faithful" else self._view_of(values, generator)
+        return PartialView(histogram, values.shape[0])
+
+    def _view_of(self, values: np.ndarray, generator: np.random.Generator) -> MessageHistogram:
+        rounded = self._rounded(values, generator)
+        share = values.shape[0] / self.n_users
         n_instances = rounded.shape[1]
         width = 2 * self.levels + 1  # columns -D..D, zero dropped at the end
         flat = (np.arange(n_instances) * width)[None, :] + rounded + self.levels
         counts = np.bincount(flat.ravel(), minlength=n_instances * width).reshape(n_instances, width)
         for shape, ratio, values in self._kinds:
-            kind_counts = sample_negative_binomial(generator, shape, ratio, n_instances)
+            kind_counts = sample_negative_binomial(generator, shape * share, ratio, n_instances)
             for value in values:
                 counts[:, value + self.levels] += kind_counts
         counts = np.delete(counts, self.levels, axis=1)
@@ -345,11 +399,13 @@ class CorrelatedNoiseSum(ShuffleProtocol):
         triples = {key[1]: c for key, c in difference.items() if c != 0}
         return central, triples
 
-    @cached_property
-    def _central_block(self) -> tuple[np.ndarray, int]:
-        """pmf of ``(A - B, B + P)`` on a grid (rows: ``A - B + K_B``) and ``K_B``."""
-        a_pmf, _ = negative_binomial_truncated(1.0, self.central_ratio, _TAIL)
-        p_pmf, _ = negative_binomial_truncated(self.pair_shape, self.pair_ratio, _TAIL)
+    def _central_block(self, share: float = 1.0) -> tuple[np.ndarray, int]:
+        """pmf of ``(A - B, B + P)`` on a grid (rows: ``A - B + K_B``) and ``K_B``, every shape times ``share``."""
+        key = ("block", share)
+        if key in self._pld_cache:
+            return self._pld_cache[key]
+        a_pmf, _ = negative_binomial_truncated(share, self.central_ratio, _TAIL)
+        p_pmf, _ = negative_binomial_truncated(self.pair_shape * share, self.pair_ratio, _TAIL)
         k = a_pmf.size - 1
         if (2 * k + 3) * (p_pmf.size + k + 2) > _MAX_CELLS:
             raise invalid("levels", type(self).__name__, "small enough for the verification grid", self.levels)
@@ -357,18 +413,19 @@ class CorrelatedNoiseSum(ShuffleProtocol):
         slab = np.outer(a_pmf, p_pmf)
         for b, weight in enumerate(a_pmf):
             grid[k - b : 2 * k - b + 1, b : b + p_pmf.size] += weight * slab
+        self._pld_cache[key] = (grid, k)
         return grid, k
 
-    def _central_pld(self, shift: tuple[int, int]) -> PLDPair:
-        grid, _ = self._central_block
+    def _central_pld(self, shift: tuple[int, int], share: float = 1.0) -> PLDPair:
+        grid, _ = self._central_block(share)
         rows, cols = shift[0] - shift[1], shift[1]  # (A + P, B + P) shift in (A - B, B + P) coordinates
         pad_r, pad_c = abs(rows), abs(cols)
         p = np.pad(grid, ((pad_r, pad_r), (pad_c, pad_c)))
         q = np.roll(np.roll(p, rows, axis=0), cols, axis=1)
         return _pld_pair(p.ravel(), q.ravel(), 3 * _TAIL)
 
-    def _triple_pld(self, size: int, shift: int) -> PLDPair:
-        pmf, _ = negative_binomial_truncated(self.triple_shape, self.triple_ratios[size - 2], _TAIL)
+    def _triple_pld(self, size: int, shift: int, share: float = 1.0) -> PLDPair:
+        pmf, _ = negative_binomial_truncated(self.triple_shape * share, self.triple_ratios[size - 2], _TAIL)
         m = abs(shift)
         p = np.concatenate([pmf, np.zeros(m)])
         q = np.concatenate([np.zeros(m), pmf])
@@ -377,20 +434,32 @@ class CorrelatedNoiseSum(ShuffleProtocol):
         return _pld_pair(p, q, _TAIL)
 
     @cached_property
-    def _pld_cache(self) -> dict[Any, PLDPair]:
+    def _pld_cache(self) -> dict[Any, Any]:
         return {}
 
-    def privacy_profile_bound(self, value: int, other: int) -> PLDPair:
-        """Pessimistic PLDs bounding the count view's privacy loss between rounded values ``value`` and ``other``."""
+    def _noise_share(self, n_participants: int | None, owner: str) -> float:
+        """The fraction of the calibrated noise that ``n_participants`` users send (capped at 1: more only adds noise)."""
+        if n_participants is None:
+            return 1.0
+        n_participants = check_integer(n_participants, "n_participants", owner, low=1)
+        return min(1.0, n_participants / self.n_users)
+
+    def privacy_profile_bound(self, value: int, other: int, *, n_participants: int | None = None) -> PLDPair:
+        """Pessimistic PLDs bounding the count view's privacy loss between rounded values ``value`` and ``other``.
+
+        ``n_participants`` (default ``n_users``): the users taking part, whose noise shares make
+        up the view (every noise shape times ``n_participants / n_users``, at most 1).
+        """
+        share = self._noise_share(n_participants, f"{type(self).__name__}.privacy_profile_bound")
         central, triples = self.shift(value, other)
         cache = self._pld_cache
-        if ("central", central) not in cache:
-            cache["central", central] = self._central_pld(central)
-        pld = cache["central", central]
+        if ("central", central, share) not in cache:
+            cache["central", central, share] = self._central_pld(central, share)
+        pld = cache["central", central, share]
         for kind, amount in sorted(triples.items()):
-            key = ("triple", abs(kind), amount)
+            key = ("triple", abs(kind), amount, share)
             if key not in cache:
-                cache[key] = self._triple_pld(abs(kind), amount)
+                cache[key] = self._triple_pld(abs(kind), amount, share)
             pld = pld.compose(cache[key])
         return pld
 
@@ -407,11 +476,14 @@ class CorrelatedNoiseSum(ShuffleProtocol):
         pairs = [(v, w) for v in range(self.levels + 1) for w in range(v + 1, self.levels + 1)]
         return max(self.privacy_profile_bound(v, w).delta(epsilon) for v, w in pairs)
 
-    def verified_epsilon(self, delta: float) -> float:
-        """The largest epsilon at ``delta`` over all pairs of rounded values (see `verify`)."""
+    def verified_epsilon(self, delta: float, *, n_participants: int | None = None) -> float:
+        """The largest epsilon at ``delta`` over all pairs of rounded values (see `verify`).
+
+        ``n_participants`` (default ``n_users``): verify the noise that many users send.
+        """
         owner = f"{type(self).__name__}.verified_epsilon"
         delta = check_delta(delta, owner, allow_zero=False)
         if self.levels > _VERIFIABLE_LEVELS:
             raise invalid("levels", owner, f"at most {_VERIFIABLE_LEVELS} to verify", self.levels)
         pairs = [(v, w) for v in range(self.levels + 1) for w in range(v + 1, self.levels + 1)]
-        return max(self.privacy_profile_bound(v, w).epsilon(delta) for v, w in pairs)
+        return max(self.privacy_profile_bound(v, w, n_participants=n_participants).epsilon(delta) for v, w in pairs)

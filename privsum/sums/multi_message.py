@@ -9,6 +9,7 @@ the noisy sum modulo ``q``.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar
@@ -18,30 +19,61 @@ import numpy as np
 from privsum._random import RNGLike, as_generator
 from privsum._validation import check_choice, check_delta, check_epsilon, check_integer, check_probability, check_real, invalid
 from privsum.accounting import GuaranteeEvent, PrivacyGuarantee
+from privsum.exceptions import PrivacyLeakWarning
 from privsum.shuffle import MessageBatch, MessageHistogram, ShuffleProtocol
-from privsum.shuffle.noise import discrete_laplace_variance, sample_negative_binomial
-from privsum.sums._common import integer_inputs
+from privsum.shuffle.noise import (
+    discrete_laplace_variance,
+    negative_binomial_pmf,
+    negative_binomial_truncated,
+    sample_negative_binomial,
+)
+from privsum.shuffle.protocol import EXECUTION_PATHS
+from privsum.shuffle.streaming import PartialView
+from privsum.sums._common import integer_inputs, warn_if_fewer
 
-__all__ = ["MAX_MODULUS", "MultiMessageSum", "default_share_count"]
+__all__ = ["MAX_MODULUS", "MultiMessageSum", "default_share_count", "supported_security_bits"]
 
 MAX_MODULUS = 2**22  # the histogram view has one column per residue
 
 
 def default_share_count(security_bits: float, modulus: int, n_users: int) -> int:
-    """``ceil((2 sigma + log2 q) / log2 n) + 1`` shares: the shape ``O(1 + (sigma + log q)/log n)`` of BBGN20.
+    """Least ``m`` with ``m >= ceil((2 sigma + log2 q) / (log2 n - log2 e)) + 1``: BBGN20's sufficient share count.
 
-    Not a verified constant: the paper's exact theorem was not available to us. A deployment should
-    pass ``n_shares`` from BBGN20's (or Ghazi et al. 2020's) theorem for its ``(n, q, sigma)``.
+    The explicit bound of Balle, Bell, Gascón & Nissim for the split-and-mix protocol: with that many
+    shares, the multisets of two inputs with the same sum modulo ``q`` are within statistical
+    distance ``2^-sigma``. It reproduces the paper's worked example (``n = 10^4`` users summing
+    32-bit numbers, ``q >= n 2^32``, 12 shares for ``sigma = 40``). The bound is the paper's; this
+    library does not re-prove it (see `supported_security_bits` for the inverse).
 
     Examples:
-        >>> default_share_count(20, 2**20, 10_000)
-        6
+        >>> default_share_count(40, 2**46, 10_000)
+        12
     """
     owner = "default_share_count"
     security_bits = check_real(security_bits, "security_bits", owner, low=0.0, low_open=True)
     modulus = check_integer(modulus, "modulus", owner, low=2)
-    n_users = check_integer(n_users, "n_users", owner, low=2)
-    return math.ceil((2 * security_bits + math.log2(modulus)) / math.log2(n_users)) + 1
+    per_share = _bits_hidden_per_share(n_users, owner)
+    return math.ceil((2 * security_bits + math.log2(modulus)) / per_share) + 1
+
+
+def supported_security_bits(n_shares: int, modulus: int, n_users: int) -> float:
+    """The largest ``sigma`` that BBGN20's bound backs for ``m`` shares: ``((m - 1)(log2 n - log2 e) - log2 q) / 2``.
+
+    Examples:
+        >>> round(supported_security_bits(12, 2**46, 10_000), 2)
+        42.15
+    """
+    owner = "supported_security_bits"
+    n_shares = check_integer(n_shares, "n_shares", owner, low=2)
+    modulus = check_integer(modulus, "modulus", owner, low=2)
+    per_share = _bits_hidden_per_share(n_users, owner)
+    return ((n_shares - 1) * per_share - math.log2(modulus)) / 2
+
+
+def _bits_hidden_per_share(n_users: int, owner: str) -> float:
+    """``log2 n - log2 e``, positive for ``n >= 3`` (the bound needs at least three users)."""
+    n_users = check_integer(n_users, "n_users", owner, low=3)
+    return math.log2(n_users) - math.log2(math.e)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,14 +88,14 @@ class MultiMessageSum(ShuffleProtocol):
     ``(n_users, n_instances)``, messages tagged by instance.
 
     Args:
-        n_users: users the noise shares are calibrated for; inputs must have exactly this many rows.
+        n_users: users the noise shares and the modulus are calibrated for: fewer warn (see
+            Privacy), more raise (the sum could wrap around the modulus).
         domain: ``Delta``; inputs are integers in ``{0..Delta}``.
         noise_ratio: ``a`` of ``DLap(a)``; ``a = e^{-epsilon/Delta}`` gives epsilon-DP on the sum.
         n_shares: ``m``, messages per user and instance.
         modulus: ``q`` (at most `MAX_MODULUS`, the dense histogram view's width).
-        share_security_bits: ``sigma``: the statistical distance between the share multisets of two
-            inputs with the same sum is *assumed* (BBGN20's theorem for ``m`` shares) to be at most
-            ``2^-sigma``.
+        share_security_bits: ``sigma`` targeted for the shares' statistical distance ``2^-sigma``; the
+            guarantee uses at most what BBGN20's bound backs for ``(m, q, n)`` (`backed_security_bits`).
         clip: clip inputs to ``{0..domain}`` instead of raising.
 
     Privacy:
@@ -71,8 +103,15 @@ class MultiMessageSum(ShuffleProtocol):
         ``sum x + DLap(a)`` is epsilon-DP for sensitivity ``Delta`` (exact, and the noise's law is
         tested here). ``delta = (1 + e^epsilon) 2^-sigma``: if the share multiset is within
         statistical distance ``eta = 2^-sigma`` of a function of the noisy sum alone, then
-        ``P[V(X) in T] <= e^eps (P[V(X') in T] + eta) + eta``. **The value of sigma for a given
-        number of shares rests on the paper's theorem and is not verified by this library.**
+        ``P[V(X) in T] <= e^eps (P[V(X') in T] + eta) + eta``. ``sigma`` for ``m`` shares is BBGN20's
+        explicit bound (`supported_security_bits`): taken from the paper, not re-proved here.
+
+        Participation: each user adds ``NB(1/n, a) - NB(1/n, a)``, ``n = n_users``, so ``m < n``
+        participants leave ``NB(m/n, a) - NB(m/n, a)`` on the sum, which is not ``DLap(a)``:
+        `run`, `randomize` and `sample_view` warn with `PrivacyLeakWarning`, and
+        `event_for_participants` reports the epsilon of the noise actually present, computed from
+        its pmf (`divisible_laplace_epsilon`). More than ``n_users`` users raise: the analyzer's
+        window of width ``q`` around ``n Delta / 2`` assumes the sum is at most ``n Delta``.
 
     Utility:
         Unbiased (absent wrap-around); variance ``2a/(1-a)^2``, the central discrete Laplace's.
@@ -93,6 +132,7 @@ class MultiMessageSum(ShuffleProtocol):
     #: Largest modulus the view can hold (the dense histogram has one column per residue);
     #: `privsum.sums.clipped_shares.SparseMultiMessageSum` raises it by using a sparse view.
     max_modulus: ClassVar[int] = MAX_MODULUS
+    streams_chunks: ClassVar[bool] = True
 
     n_users: int
     domain: int
@@ -134,7 +174,7 @@ class MultiMessageSum(ShuffleProtocol):
             n_users: number of users.
             domain: ``Delta``.
             calibration: only ``"analytic"`` (the noise is already exact; the share count is the paper's).
-            n_shares: ``m``; ``None`` uses `default_share_count` (unverified constant, see there).
+            n_shares: ``m``; ``None`` uses `default_share_count`, the least the bound allows; fewer raise.
             wrap_probability: probability that the noise wraps around the modulus.
             clip: see the class.
         """
@@ -153,7 +193,8 @@ class MultiMessageSum(ShuffleProtocol):
                 "n_users", owner, f"small enough that the modulus fits in {cls.max_modulus} (n * domain too large)", n_users
             )
         security_bits = math.log2((1 + math.exp(epsilon)) / delta)
-        shares = default_share_count(security_bits, modulus, n_users) if n_shares is None else n_shares
+        least_shares = default_share_count(security_bits, modulus, n_users)
+        shares = least_shares if n_shares is None else check_integer(n_shares, "n_shares", owner, low=least_shares)
         return cls(
             n_users=n_users,
             domain=domain,
@@ -170,9 +211,49 @@ class MultiMessageSum(ShuffleProtocol):
         return -self.domain * math.log(self.noise_ratio)
 
     @property
+    def backed_security_bits(self) -> float:
+        """``sigma`` the guarantee uses: the declared one, capped by what BBGN20's bound backs for these shares."""
+        return self._security_bits_for(self.n_users)
+
+    def _security_bits_for(self, n_participants: int) -> float:
+        if n_participants < 3:
+            return -math.inf
+        return min(self.share_security_bits, supported_security_bits(self.n_shares, self.modulus, n_participants))
+
+    @property
     def event(self) -> GuaranteeEvent:
-        delta = min((1 + math.exp(self.epsilon)) * 2.0 ** (-self.share_security_bits), 1 - 1e-16)
+        delta = min((1 + math.exp(self.epsilon)) * 2.0 ** (-self.backed_security_bits), 1 - 1e-16)
         return GuaranteeEvent(PrivacyGuarantee(self.epsilon, delta))
+
+    def event_for_participants(self, n_participants: int) -> GuaranteeEvent:
+        """The guarantee achieved when ``n_participants <= n_users`` users take part.
+
+        Epsilon: the pure epsilon of the noisy sum with the noise actually present,
+        ``NB(m/n, a) - NB(m/n, a)`` for ``m`` participants (`divisible_laplace_epsilon`,
+        computed from the pmf). Delta: ``(1 + e^epsilon) 2^-sigma'`` with ``sigma'`` what BBGN20's
+        share-count bound backs for ``m`` users (`supported_security_bits` at ``m``, at most the
+        declared ``sigma``); below three participants the bound backs nothing (``delta -> 1``).
+
+        Raises:
+            InvalidParameterError: more than ``n_users`` participants (not supported: see the class).
+        """
+        owner = type(self).__name__
+        n_participants = check_integer(n_participants, "n_participants", owner, low=1, high=self.n_users)
+        if n_participants == self.n_users:
+            return self.event
+        epsilon = divisible_laplace_epsilon(n_participants / self.n_users, self.noise_ratio, self.domain)
+        security = self._security_bits_for(n_participants)
+        delta = min((1 + math.exp(min(epsilon, 700.0))) * 2.0 ** (-security), 1 - 1e-16)
+        return GuaranteeEvent(PrivacyGuarantee(epsilon, delta))
+
+    def check_participants(self, n_participants: int) -> None:
+        """Warn when fewer than ``n_users`` take part; raise when more do (the modulus is sized for ``n_users``)."""
+        owner = type(self).__name__
+        if n_participants > self.n_users:
+            raise invalid(
+                "x", owner, f"at most n_users={self.n_users} users (the modulus is sized for them)", f"{n_participants}"
+            )
+        warn_if_fewer(n_participants, self.n_users, owner)
 
     @cached_property
     def alphabet(self) -> tuple[int, ...]:
@@ -193,8 +274,9 @@ class MultiMessageSum(ShuffleProtocol):
 
     # ----------------------------------------------------------------- roles
     def _shares(self, x: Any, rng: np.random.Generator) -> np.ndarray:
-        values = integer_inputs(x, type(self).__name__, n_users=self.n_users, domain=self.domain, clip=self.clip)
-        n = values.shape[0]
+        values = integer_inputs(x, type(self).__name__, domain=self.domain, clip=self.clip)
+        self.check_participants(values.shape[0])
+        n = self.n_users  # each user's noise share is calibrated for n_users, whoever takes part
         noise = sample_negative_binomial(rng, 1.0 / n, self.noise_ratio, values.shape) - sample_negative_binomial(
             rng, 1.0 / n, self.noise_ratio, values.shape
         )
@@ -217,6 +299,19 @@ class MultiMessageSum(ShuffleProtocol):
         counts = np.bincount(flat.ravel(), minlength=n_instances * self.modulus).reshape(n_instances, self.modulus)
         return MessageHistogram(counts, self.alphabet)
 
+    def partial_view(self, chunk: Any, *, rng: RNGLike = None, path: str = "fast") -> PartialView:
+        """One chunk of users' shares, counted; the users are the messages over ``n_instances * n_shares``."""
+        owner = type(self).__name__
+        path = check_choice(path, "path", owner, EXECUTION_PATHS)
+        generator = as_generator(rng, owner)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)  # checked once, on the total
+            if path == "faithful":
+                histogram = self.view(self.randomize(chunk, rng=generator))
+            else:
+                histogram = self.sample_view(chunk, rng=generator)
+        return PartialView(histogram, histogram.total_messages // (histogram.n_instances * self.n_shares))
+
     def analyze(self, view: MessageHistogram | MessageBatch) -> np.ndarray:
         """The noisy sum per instance: the residue of all shares modulo ``q`` nearest ``n Delta / 2``."""
         if isinstance(view, MessageBatch):  # no need for the dense histogram
@@ -230,6 +325,43 @@ class MultiMessageSum(ShuffleProtocol):
         centre = self.n_users * self.domain // 2
         offset = np.mod(residues - centre + self.modulus // 2, self.modulus) - self.modulus // 2
         return (centre + offset).astype(float)
+
+
+def divisible_laplace_epsilon(share: float, ratio: float, sensitivity: int) -> float:
+    """Pure epsilon of ``S + NB(share, a) - NB(share, a)`` for sums ``S`` of L1 sensitivity ``sensitivity``.
+
+    ``share = 1`` is ``DLap(a)``: ``sensitivity * log(1/a)``. For ``share < 1`` the noise ``D`` has
+    a symmetric pmf, decreasing in ``|k|``, whose one-step log-ratios ``log P(k)/P(k+1)``
+    (``k >= 0``) lie between ``log(1/a)`` and ``log((k+1)/((k+share) a))`` (the NB's own ratio,
+    which bounds every mixture of its shifts). The epsilon is the largest
+    ``|log P(u) - log P(v)|`` over ``|u - v| <= sensitivity``: computed from the pmf for
+    ``|k| <= K`` and bounded by ``sensitivity * log((K+1)/((K+share) a))`` beyond (so exact up to
+    float rounding where the computed part dominates, and a valid upper bound always).
+
+    Examples:
+        >>> round(divisible_laplace_epsilon(1.0, math.exp(-0.5), 2), 12)
+        1.0
+        >>> bool(divisible_laplace_epsilon(0.5, math.exp(-0.5), 2) > 1.0)
+        True
+    """
+    owner = "divisible_laplace_epsilon"
+    share = check_real(share, "share", owner, low=0.0, low_open=True)
+    ratio = check_probability(ratio, "ratio", owner, allow_zero=False)
+    sensitivity = check_integer(sensitivity, "sensitivity", owner, low=1)
+    if share >= 1.0:  # DLap(a) (share 1); more noise than that is never needed here
+        return sensitivity * math.log(1.0 / ratio)
+    reach = int(min(4000, max(64, 500.0 / math.log(1.0 / ratio)))) + sensitivity
+    head, _ = negative_binomial_truncated(share, ratio, 1e-30)
+    length = reach + head.size
+    pmf = negative_binomial_pmf(np.arange(length), share, ratio)
+    difference = np.correlate(pmf, pmf[: head.size], mode="valid")[: reach + 1]  # P(D = k), k = 0..reach
+    log_pmf = np.log(difference)
+    inner = max(float(log_pmf[0] - log_pmf[t]) for t in range(1, sensitivity + 1))
+    # windows that start at k >= 0: both ends inside the computed range, then the tail bound
+    last = reach - sensitivity
+    windows = log_pmf[: last + 1] - log_pmf[sensitivity : last + 1 + sensitivity]
+    tail_step = math.log((last + 1) / ((last + share) * ratio))
+    return max(inner, float(windows.max()), sensitivity * tail_step) * (1 + 1e-12)
 
 
 def _discrete_laplace_tail(ratio: float, probability: float) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -13,7 +13,9 @@ from privsum._random import RNGLike, as_generator
 from privsum._validation import check_array, check_choice, check_delta, check_epsilon, check_integer, check_probability, invalid
 from privsum.accounting import GuaranteeEvent, PrivacyEvent, PrivacyGuarantee, PrivacyProfile, ProfileEvent
 from privsum.shuffle import MessageBatch, MessageHistogram, ShuffleProtocol
-from privsum.sums._common import check_user_count, randomized_round
+from privsum.shuffle.protocol import EXECUTION_PATHS
+from privsum.shuffle.streaming import PartialView
+from privsum.sums._common import randomized_round, warn_if_fewer
 from privsum.sums.blanket import (
     CALIBRATIONS,
     analytic_blanket_epsilon,
@@ -41,7 +43,7 @@ class ShuffledVectorSum(ShuffleProtocol):
     of ``sum_i x_i`` is unbiased.
 
     Args:
-        n_users: users the randomizer is calibrated for; inputs must have exactly this many rows.
+        n_users: users the guarantee is calibrated for (fewer warn, more are accepted: see Privacy).
         dimension: ``d``.
         precision: ``k``.
         samples: ``t``, coordinates each user reports (``1 <= t <= d``).
@@ -60,6 +62,12 @@ class ShuffledVectorSum(ShuffleProtocol):
         of `blanket_profile` applies verbatim). ``t > 1``: the analytic bound only (seed 003 uses
         advanced composition over the ``t`` messages; the library has no exact profile for it).
 
+        Participation: the randomizer does not depend on ``n``. **More** users than ``n_users``
+        never hurt (their messages are independent of the target's and of the rest, so the view
+        is a post-processing of the calibrated one; the analyzer infers the number of users from
+        the ``n t`` messages it receives). **Fewer** warn with `PrivacyLeakWarning`, and
+        `event_for_participants` evaluates the same accounting at the smaller ``n``.
+
     Utility:
         Unbiased. `variance` gives the per-coordinate variance (exact for given inputs, or a
         worst-case bound); `normalised_mse_bound` is seed 003's Theorem 4.6 bound on the error of
@@ -77,6 +85,8 @@ class ShuffledVectorSum(ShuffleProtocol):
         >>> bool(np.all(np.abs(estimate - 10_000) < 6 * np.sqrt(protocol.variance(x))))
         True
     """
+
+    streams_chunks: ClassVar[bool] = True
 
     n_users: int
     dimension: int
@@ -198,6 +208,36 @@ class ShuffledVectorSum(ShuffleProtocol):
             return GuaranteeEvent(PrivacyGuarantee(self._analytic_epsilon(), self.delta))
         return ProfileEvent.at_delta(self.profile, self.delta)
 
+    def event_for_participants(self, n_participants: int) -> PrivacyEvent:
+        """The guarantee achieved when ``n_participants`` users take part (`event` for ``n_users`` or more).
+
+        Fewer: ``"tight"`` is the exact profile of `blanket_profile` over ``d (k + 1)`` values at
+        ``n_participants``; ``"analytic"`` the closed form there (infinite epsilon where it has
+        no finite value and no exact profile exists, ``t > 1``).
+        """
+        owner = type(self).__name__
+        n_participants = check_integer(n_participants, "n_participants", owner, low=1)
+        if n_participants >= self.n_users:
+            return self.event
+        if self.accounting == "analytic":
+            epsilon = math.inf
+            if n_participants >= 2:
+                epsilon = analytic_blanket_epsilon(
+                    self.blanket_probability,
+                    self.delta,
+                    size=self.dimension * self.precision,
+                    n_users=n_participants,
+                    samples=self.samples,
+                )
+            if math.isfinite(epsilon) or self.samples != 1:
+                return GuaranteeEvent(PrivacyGuarantee(epsilon, self.delta))
+        profile = blanket_profile(self.blanket_probability, self.dimension * (self.precision + 1), n_participants)
+        return ProfileEvent.at_delta(profile, self.delta)
+
+    def check_participants(self, n_participants: int) -> None:
+        """Warn with `PrivacyLeakWarning` when fewer than ``n_users`` take part; more are fine."""
+        warn_if_fewer(n_participants, self.n_users, type(self).__name__)
+
     @property
     def alphabet(self) -> tuple[int, ...]:
         return tuple(range(self.precision + 1))
@@ -252,13 +292,16 @@ class ShuffledVectorSum(ShuffleProtocol):
             values = check_array(x, "x", owner, ndim=2, low=low, high=1.0).astype(float)
         if values.shape[1] != self.dimension:
             raise invalid("x", owner, f"an array with dimension={self.dimension} columns", f"{values.shape[1]} columns")
-        check_user_count(values, self.n_users, owner)
         return (1.0 + values) / 2.0 if self.symmetric else values
 
     def local_reports(self, x: Any, *, rng: RNGLike = None) -> tuple[np.ndarray, np.ndarray]:
         """Every user's sampled coordinates and reported values, both of shape ``(n_users, t)``."""
         generator = as_generator(rng, type(self).__name__)
         values = self._unit_inputs(x)
+        self.check_participants(values.shape[0])
+        return self._reports_of(values, generator)
+
+    def _reports_of(self, values: np.ndarray, generator: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         n = values.shape[0]
         if self.samples == 1:
             coordinates = generator.integers(0, self.dimension, size=(n, 1))
@@ -278,7 +321,16 @@ class ShuffledVectorSum(ShuffleProtocol):
 
     def sample_view(self, x: Any, *, rng: RNGLike = None) -> MessageHistogram:
         """Fast path: the same per-user draws counted directly, without materialising or permuting messages."""
-        coordinates, reports = self.local_reports(x, rng=rng)
+        return self._count(*self.local_reports(x, rng=rng))
+
+    def partial_view(self, chunk: Any, *, rng: RNGLike = None, path: str = "fast") -> PartialView:
+        """One chunk of users' histogram (both paths count the same per-user draws)."""
+        owner = type(self).__name__
+        check_choice(path, "path", owner, EXECUTION_PATHS)
+        values = self._unit_inputs(chunk)
+        return PartialView(self._count(*self._reports_of(values, as_generator(rng, owner))), values.shape[0])
+
+    def _count(self, coordinates: np.ndarray, reports: np.ndarray) -> MessageHistogram:
         width = self.precision + 1
         counts = np.bincount((coordinates * width + reports).ravel(), minlength=self.dimension * width)
         return MessageHistogram(counts.reshape(self.dimension, width), self.alphabet)
@@ -291,8 +343,12 @@ class ShuffledVectorSum(ShuffleProtocol):
         return (total - self.blanket_probability * reports / 2) / (1 - self.blanket_probability)
 
     def analyze(self, view: MessageHistogram | MessageBatch) -> np.ndarray:
-        """Unbiased estimate of ``sum_i x_i`` (shape ``(d,)``): ``d / t`` times the debiased sampled sums."""
-        estimate = self.debiased_sampled_sums(view) / self._sampling_rate()
-        if self.symmetric:
-            return 2.0 * estimate - self.n_users
+        """Unbiased estimate of ``sum_i x_i`` (shape ``(d,)``): ``d / t`` times the debiased sampled sums.
+
+        Symmetric inputs are mapped back with the number of users the view holds (messages / ``t``).
+        """
+        histogram = self.view(view)
+        estimate = self.debiased_sampled_sums(histogram) / self._sampling_rate()
+        if self.symmetric:  # every user sends exactly t messages: the view counts the users
+            return 2.0 * estimate - histogram.total_messages / self.samples
         return estimate

@@ -366,3 +366,29 @@ def test_single_precision_coefficients_are_unbiased() -> None:
 def test_precision_is_passed_on_by_from_privacy() -> None:
     kde = ShuffledKDE.from_privacy(family=rff(2), protocol=PureBitSum, epsilon=1.0, delta=0.0, n_users=10, precision="float32")
     assert kde.precision == "float32"
+
+
+def test_fewer_participants_release_the_achieved_guarantee_and_their_count() -> None:
+    bitsum = RRBitSum(n_users=100, flip_probability=0.2, delta=1e-8)
+    kde = ShuffledKDE(family=rff(2), bitsum=bitsum, delta=1e-6, accounting="seed", chunk_size=7)
+    achieved = kde.guarantee_for_participants(40)
+    instance = bitsum.event_for_participants(40).guarantee
+    touched = kde.touched_per_repetition
+    expected = seed_composition_epsilon(instance.epsilon, touched, 2, 5e-7)  # Theorem 3.2 by hand
+    assert achieved.epsilon == pytest.approx(expected) and achieved.epsilon > kde.guarantee.epsilon
+    assert kde.event_for_participants(40).count == kde.touched_instances
+    assert kde.guarantee_for_participants(100) == kde.guarantee == kde.guarantee_for_participants(150)
+    with pytest.warns(Warning):
+        released = kde.run(iter([unit_points(25, 15), unit_points(15, 16)]), rng=0)
+    assert released.n_users == 40 and released.guarantee == achieved
+
+
+def test_fewer_participants_keep_the_coefficients_unbiased() -> None:
+    kde = ShuffledKDE(family=IdentityFeatures(dimension=2, n_repetitions=1), bitsum=BITSUMS["3nb"](80), chunk_size=9)
+    points = np.tile([[0.5, -0.25]], (30, 1))
+    with pytest.warns(Warning):
+        coefficients = np.array([kde.run(points, rng=seed).coefficients.ravel() for seed in range(600)])
+    exact = kde.family.f(points).reshape(30, -1).sum(axis=0)
+    variance = 4 * kde.family.bound**2 * (float(kde.bitsum.variance()) * 30 / 80 + 30 * 0.25)
+    for j in range(coefficients.shape[1]):
+        assert_mean(coefficients[:, j], float(exact[j]), variance=variance)

@@ -120,7 +120,9 @@ def test_validation_names_the_parameter():
     with pytest.raises(InvalidParameterError, match="'x'"):
         protocol.run(np.full(10, 1.5))
     with pytest.raises(InvalidParameterError, match="'x'"):
-        protocol.run(np.full(9, 0.5))
+        protocol.run(np.full((10, 2, 2), 0.5))
+    with pytest.raises(InvalidParameterError, match="'n_participants'"):
+        protocol.event_for_participants(0)
     with pytest.raises(InvalidParameterError, match="'precision'"):
         BlanketRealSum(n_users=10, precision=0, blanket_probability=0.5, delta=1e-6)
     with pytest.raises(InvalidParameterError, match="'blanket_probability'"):
@@ -139,3 +141,32 @@ def test_clip_is_explicit():
     clipped = BlanketRealSum(n_users=10, precision=2, blanket_probability=0.5, delta=1e-6, clip=True)
     messages = clipped.randomize(np.full(10, 2.0), rng=0)
     assert messages.values.max() <= 2
+
+
+# ----------------------------------------------------------------- dropouts
+def test_fewer_participants_weaken_the_guarantee_and_warn():
+    from privsum import PrivacyLeakWarning
+    from privsum.sums import blanket_profile
+
+    protocol = BlanketRealSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=5_000)
+    fewer = protocol.event_for_participants(1_000)
+    independent = blanket_profile(protocol.blanket_probability, protocol.precision + 1, 1_000).epsilon(1e-6)
+    assert fewer.guarantee.epsilon == pytest.approx(independent) and independent > protocol.guarantee.epsilon
+    assert protocol.event_for_participants(5_000) == protocol.event
+    assert protocol.event_for_participants(9_000) == protocol.event  # more never hurts
+    with pytest.warns(PrivacyLeakWarning, match="event_for_participants"):
+        protocol.run(np.full(1_000, 0.5), rng=0)
+
+
+def test_analytic_accounting_for_fewer_participants_uses_the_closed_form():
+    protocol = BlanketRealSum.from_privacy(epsilon=0.5, delta=1e-6, n_users=100_001, calibration="analytic", precision=10)
+    fewer = protocol.event_for_participants(50_001)
+    expected = analytic_blanket_epsilon(protocol.blanket_probability, 1e-6, size=10, n_users=50_001)
+    assert fewer.guarantee.epsilon == pytest.approx(expected) and expected > 0.5
+
+
+def test_more_participants_keep_the_estimate_unbiased():
+    protocol = BlanketRealSum(n_users=200, precision=4, blanket_probability=0.3, delta=1e-6)
+    x = np.random.default_rng(3).random(500)
+    estimates = np.array([protocol.run(x, rng=seed)[0] for seed in range(400)])
+    assert_mean(estimates, x.sum(), variance=float(protocol.variance(x)[0]))

@@ -66,7 +66,7 @@ def test_expected_messages_per_user_matches_the_faithful_path():
 def test_count_view_follows_the_exact_distribution_used_for_verification():
     """For D = 1 the view is (A + P, B + P); the verification's grid must be its law."""
     protocol = _protocol(1, n_users=20, epsilon=2.0)
-    grid, k_b = protocol._central_block
+    grid, k_b = protocol._central_block()
     rng = np.random.default_rng(33)
     views = [protocol.sample_view(np.zeros(20, dtype=int), rng=rng).counts[0] for _ in range(20_000)]
     minus, plus = np.array(views).T  # alphabet (-1, 1)
@@ -153,3 +153,50 @@ def test_validation_names_the_parameter():
         CorrelatedNoiseSum.from_privacy(epsilon=1.0, delta=0.0, n_users=10, domain=3)
     clipped = dataclasses.replace(protocol, clip=True)
     assert clipped.analyze(clipped.randomize(np.full(10, 7), rng=0)).shape == (1,)
+
+
+# ----------------------------------------------------------------- dropouts
+def test_fewer_participants_leave_less_noise_and_a_weaker_verified_guarantee():
+    from privsum import PrivacyLeakWarning
+
+    protocol = _protocol(1, n_users=40, epsilon=2.0)
+    full = protocol.verified_epsilon(1e-6)
+    achieved = [protocol.event_for_participants(m).guarantee.epsilon for m in (30, 20, 10)]
+    assert full < achieved[0] < achieved[1] < achieved[2]
+    assert protocol.event_for_participants(40) == protocol.event == protocol.event_for_participants(80)
+    with pytest.warns(PrivacyLeakWarning, match="event_for_participants"):
+        protocol.run(np.zeros(20, dtype=int), rng=0)
+
+
+def test_verification_for_fewer_participants_matches_the_sampled_view_and_an_exact_profile():
+    """With 10 of 40 users the view is (A + P, B + P) with every shape divided by 4: check the law and the epsilon."""
+    from privsum.accounting import PrivacyProfile
+
+    protocol = _protocol(1, n_users=40, epsilon=2.0)
+    grid, k_b = protocol._central_block(0.25)
+    rng = np.random.default_rng(34)
+    with pytest.warns(Warning):
+        views = [protocol.sample_view(np.zeros(10, dtype=int), rng=rng).counts[0] for _ in range(20_000)]
+    minus, plus = np.array(views).T
+    cells = (plus - minus + k_b) * grid.shape[1] + minus
+    assert_matches_pmf(cells, np.arange(grid.size), grid.ravel())
+    # exact hockey-stick of the shift by one +1 message, in (A - B, B + P) coordinates: one row down
+    p = np.pad(grid, ((1, 1), (0, 0)))
+    q = np.roll(p, 1, axis=0)
+    exact = PrivacyProfile(p.ravel(), q.ravel(), p_tail=3e-14, q_tail=3e-14).epsilon(1e-6)
+    reported = protocol.event_for_participants(10).guarantee.epsilon
+    assert exact <= reported * (1 + 1e-6) and reported <= exact * 1.05 + 1e-3
+
+
+def test_fewer_participants_variance_counts_the_noise_present():
+    protocol = _protocol(1, n_users=40, epsilon=2.0)
+    x = np.ones(20, dtype=int)
+    with pytest.warns(Warning):
+        estimates = np.array([protocol.run(x, rng=seed)[0] for seed in range(2_000)])
+    assert_variance(estimates, float(protocol.variance(x)[0]))
+    assert float(protocol.variance(x)[0]) == pytest.approx(discrete_laplace_variance(protocol.central_ratio) / 2)
+
+
+def test_unverifiable_levels_report_no_guarantee_for_fewer_participants():
+    protocol = _protocol(9, n_users=50)
+    assert protocol.event_for_participants(25).guarantee.epsilon == float("inf")

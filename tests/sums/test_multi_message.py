@@ -10,7 +10,7 @@ import pytest
 from privsum.exceptions import InvalidParameterError
 from privsum.shuffle import MessageBatch
 from privsum.shuffle.noise import discrete_laplace_pmf, discrete_laplace_variance
-from privsum.sums import MAX_MODULUS, MultiMessageSum
+from privsum.sums import MAX_MODULUS, MultiMessageSum, supported_security_bits
 from privsum.testing import ProtocolConformance, assert_matches_pmf, assert_mean, assert_same_distribution, assert_variance
 
 
@@ -79,3 +79,51 @@ def test_validation_names_the_parameter():
         MultiMessageSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=10**6, domain=1024)
     with pytest.raises(InvalidParameterError, match="'calibration'"):
         MultiMessageSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=100, calibration="tight")
+
+
+# ----------------------------------------------------------------- dropouts
+def test_fewer_participants_epsilon_is_the_noise_present():
+    """m of n users leave NB(m/n, a) - NB(m/n, a); for Delta = 1 the worst ratio is P(0)/P(1), summed directly here."""
+    from scipy import stats
+
+    from privsum import PrivacyLeakWarning
+
+    protocol = MultiMessageSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=1_000, domain=1)
+    share = 0.3
+    nb = stats.nbinom(share, 1 - protocol.noise_ratio)
+    j = np.arange(0, 4_000)
+    at_zero, at_one = float((nb.pmf(j) ** 2).sum()), float((nb.pmf(j + 1) * nb.pmf(j)).sum())
+    fewer = protocol.event_for_participants(300)
+    assert fewer.guarantee.epsilon == pytest.approx(math.log(at_zero / at_one), rel=1e-9)
+    assert fewer.guarantee.epsilon > protocol.guarantee.epsilon and fewer.guarantee.delta > protocol.guarantee.delta
+    assert protocol.event_for_participants(1_000) == protocol.event
+    backed = min(protocol.share_security_bits, supported_security_bits(protocol.n_shares, protocol.modulus, 300))
+    expected_delta = (1 + math.exp(fewer.guarantee.epsilon)) * 2.0**-backed
+    assert fewer.guarantee.delta == pytest.approx(min(expected_delta, 1 - 1e-16), rel=1e-9)
+    with pytest.raises(InvalidParameterError, match="'n_participants'"):
+        protocol.event_for_participants(1_001)
+    with pytest.warns(PrivacyLeakWarning):
+        protocol.run(np.ones(300, dtype=int), rng=0)
+
+
+def test_fewer_participants_noise_follows_the_divisible_law():
+    from scipy import stats
+
+    protocol = MultiMessageSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=100, domain=1)
+    x = np.zeros(50, dtype=int)
+    with pytest.warns(Warning):
+        noise = np.array([protocol.run(x, rng=seed)[0] for seed in range(3_000)]).astype(int)
+    nb = stats.nbinom(0.5, 1 - protocol.noise_ratio)
+    support = np.arange(-40, 41)
+    j = np.arange(0, 400)
+    pmf = np.array([(nb.pmf(j + abs(k)) * nb.pmf(j)).sum() for k in support])
+    assert_matches_pmf(noise, support, pmf)
+
+
+def test_larger_epsilon_for_larger_sensitivity_and_fewer_users():
+    from privsum.sums.multi_message import divisible_laplace_epsilon
+
+    ratio = math.exp(-0.25)
+    values = [divisible_laplace_epsilon(share, ratio, 4) for share in (1.0, 0.8, 0.4, 0.1)]
+    assert values[0] == pytest.approx(1.0) and values == sorted(values)
+    assert divisible_laplace_epsilon(0.5, ratio, 1) < divisible_laplace_epsilon(0.5, ratio, 2)

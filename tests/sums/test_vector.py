@@ -118,3 +118,24 @@ def test_validation_names_the_parameter():
         ShuffledVectorSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=1_000, dimension=3, samples=2)
     clipped = ShuffledVectorSum(n_users=10, dimension=3, precision=2, blanket_probability=0.5, delta=1e-3, clip=True)
     assert clipped.randomize(np.full((10, 3), 3.0), rng=0).values.max() <= 2
+
+
+# ----------------------------------------------------------------- dropouts
+def test_fewer_participants_weaken_the_guarantee_and_warn():
+    from privsum import PrivacyLeakWarning
+
+    protocol = ShuffledVectorSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=20_000, dimension=3)
+    fewer = protocol.event_for_participants(5_000)
+    independent = blanket_profile(protocol.blanket_probability, 3 * (protocol.precision + 1), 5_000).epsilon(1e-6)
+    assert fewer.guarantee.epsilon == pytest.approx(independent) and independent > protocol.guarantee.epsilon
+    assert protocol.event_for_participants(30_000) == protocol.event
+    with pytest.warns(PrivacyLeakWarning):
+        protocol.run(np.full((5_000, 3), 0.5), rng=0)
+
+
+def test_symmetric_estimate_uses_the_users_in_the_view():
+    protocol = ShuffledVectorSum(n_users=100, dimension=2, precision=3, blanket_probability=0.2, delta=1e-6, symmetric=True)
+    x = np.random.default_rng(5).uniform(-1, 1, size=(160, 2))
+    estimates = np.array([protocol.run(x, rng=seed) for seed in range(400)])
+    for j in range(2):
+        assert_mean(estimates[:, j], x[:, j].sum(), variance=float(protocol.variance(x)[j]))

@@ -10,7 +10,7 @@ formulas) calibrations. `privsum.bitsum.exact` holds the exact privacy computati
 from privsum.bitsum.base import CALIBRATIONS, BitSumProtocol
 from privsum.bitsum.central import NOISE_SOURCES, CentralGaussianBitSum, CentralLaplaceBitSum, ExactBitSum
 from privsum.bitsum.noise import PureBitSum, ThreeNBBitSum
-from privsum.bitsum.rr import LocalRRBitSum, RRBitSum
+from privsum.bitsum.rr import LocalRRBitSum, RRBitSum, rr_worst_case_delta_bound, rr_worst_case_epsilon
 
 __all__ = [
     "CALIBRATIONS",
@@ -23,4 +23,6 @@ __all__ = [
     "PureBitSum",
     "RRBitSum",
     "ThreeNBBitSum",
+    "rr_worst_case_delta_bound",
+    "rr_worst_case_epsilon",
 ]

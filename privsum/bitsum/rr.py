@@ -3,24 +3,26 @@
 from __future__ import annotations
 
 import functools
+import heapq
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from privsum._random import RNGLike, as_generator
 from privsum._validation import check_delta, check_epsilon, check_integer, check_real, invalid
 from privsum.accounting.calibration import calibrate
 from privsum.accounting.events import GuaranteeEvent, PrivacyEvent, ProfileEvent
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
-from privsum.accounting.profile import randomized_response_profile
+from privsum.accounting.profile import PrivacyProfile, randomized_response_profile
 from privsum.bitsum.base import BitSumProtocol, check_calibration, instance_ids
-from privsum.bitsum.exact import rr_profile, rr_worst_case_delta
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
 
-__all__ = ["LocalRRBitSum", "RRBitSum"]
+__all__ = ["LocalRRBitSum", "RRBitSum", "rr_worst_case_delta_bound", "rr_worst_case_epsilon"]
 
 _SMALLEST_FLIP = 1e-12
 # A verified delta may exceed its target only by float rounding.
@@ -93,11 +95,13 @@ class RRBitSum(_FlippedReports):
         with ``k`` ones among the others the pair is
         ``Bin(k,1-q) + Bin(n-1-k,q) + Bern(q)`` versus ``... + Bern(1-q)``. The headline epsilon is
         the smallest one whose delta, **maximised over every k = 0..n-1 and both directions**,
-        is at most ``delta`` (`privsum.bitsum.exact.rr_worst_case_delta`, exact up to floating
-        point). The worst ``k`` depends on epsilon (at ``n = 10^5``, ``q = 3.4e-4`` it is
-        ``k = 0`` at epsilon 1 but ``k ~ 290`` at epsilon 0.7), so no single pair dominates at
-        every epsilon: the event is a `GuaranteeEvent` and composes as a generic
-        (epsilon, delta) mechanism.
+        is at most ``delta`` (`rr_worst_case_epsilon`: branch and bound over blocks of ``k``, each
+        block bounded by a pair proved to dominate it, so the result is never below the exact
+        maximum and at most ``1e-9`` above it; the reference that visits every ``k`` is
+        `privsum.bitsum.exact.rr_worst_case_delta`). The worst ``k`` depends on epsilon (at
+        ``n = 10^5``, ``q = 3.4e-4`` it is ``k = 0`` at epsilon 1 but ``k = 263`` at epsilon 0.7),
+        so no single pair dominates at every epsilon: the event is a `GuaranteeEvent` and composes
+        as a generic (epsilon, delta) mechanism.
 
     Utility:
         Unbiased; variance ``n q(1-q)/(1-2q)^2`` for every true sum. One 1-bit message per user.
@@ -132,8 +136,9 @@ class RRBitSum(_FlippedReports):
             epsilon: target epsilon per instance.
             delta: target delta per instance, in ``(0, 1)``.
             n_users: users taking part.
-            calibration: ``"tight"``: bisection on ``q`` against the exact worst case over every
-                neighbour (checked at the result); ``"analytic"``: CSUZZ19 as in the seed's
+            calibration: ``"tight"``: bisection on ``q`` against a growing set of neighbours, the
+                result checked against every neighbour (branch and bound, no slack: a block is
+                settled only when its dominating pair meets the target); ``"analytic"``: CSUZZ19 as in the seed's
                 reference code, ``lambda = 64 log(4/delta)/epsilon^2`` if
                 ``epsilon >= sqrt(192 log(4/delta)/n)``, else
                 ``lambda = n - epsilon n^1.5/sqrt(432 log(4/delta))``; ``q = lambda/(2n)``.
@@ -255,20 +260,230 @@ def _csuzz_flip_probability(epsilon: float, delta: float, n_users: int) -> float
     return flip
 
 
-def _worst_delta(n_users: int, flip: float, epsilon: float) -> tuple[float, int]:
-    worst, worst_k = rr_worst_case_delta(n_users, flip, epsilon, return_worst_k=True)
-    return float(worst[0]), int(worst_k[0])
+# ---------------------------------------------------------------------------------------------
+# Worst case over every neighbour, by branch and bound over blocks of k.
+#
+# For k ones among the n - 1 others the count is C = B + k + U - D with U ~ Bin(n-1-k, q),
+# D ~ Bin(k, q) and B ~ Bern(q) (target bit 0) or Bern(1 - q) (bit 1). A block of
+# neighbours k in [a, a + m] is bounded by ONE pair, that of n - m users with a ones among the
+# others (see `rr_worst_case_delta_bound`); branch and bound splits only the blocks whose bound
+# is not already settled, so only a few hundred pairs are computed even at n = 10^6.
+# ---------------------------------------------------------------------------------------------
+
+# Mass cut from each tail of each binomial (Bernstein's inequality); it is added to delta.
+_TAIL_MASS = 1e-30
+# Relative slack of the returned worst case above the exact maximum over k.
+_BOUND_RTOL = 1e-9
+# Recently evaluated pairs are cached (they do not depend on epsilon or delta); at most 256 of them.
+_PAIR_CACHE_SIZE = 256
+
+
+def _binomial_window(trials: int, flip: float, tail_mass: float) -> tuple[np.ndarray, float]:
+    """pmf of ``Bin(trials, flip)`` on a window ``low..high`` holding all but a provably tiny mass.
+
+    The window is ``mean -/+ s`` with ``s`` from Bernstein's inequality,
+    ``P(|S - mean| >= s) <= exp(-s^2 / (2 (var + s/3)))`` per side (summands in ``[0, 1]``), so each
+    cut side holds at most ``tail_mass``. Returns the pmf from ``lo`` and a bound on the cut mass.
+    """
+    if trials == 0:
+        return np.ones(1), 0.0
+    log_term = math.log(1.0 / tail_mass)
+    mean = trials * flip
+    radius = log_term / 3.0 + math.sqrt((log_term / 3.0) ** 2 + 2.0 * mean * (1.0 - flip) * log_term)
+    low = max(0, math.ceil(mean - radius - 1e-9))  # values below low are < mean - radius
+    high = min(trials, math.floor(mean + radius + 1e-9))  # values above high are > mean + radius
+    cut = (tail_mass if low > 0 else 0.0) + (tail_mass if high < trials else 0.0)
+    return stats.binom.pmf(np.arange(low, high + 1), trials, flip), cut
+
+
+@functools.lru_cache(maxsize=_PAIR_CACHE_SIZE)
+def _neighbour_pair(n_users: int, flip: float, ones: int, tail_mass: float) -> PrivacyProfile:
+    """Exact profile (truncated tails counted as infinite loss) for ``ones`` ones among ``n_users - 1`` others."""
+    up, up_cut = _binomial_window(n_users - 1 - ones, flip, tail_mass)
+    down, down_cut = _binomial_window(ones, flip, tail_mass)
+    others = np.convolve(up, down[::-1])  # U - D up to a shift: the profile is shift invariant
+    padded = np.append(others, 0.0)
+    shifted = np.insert(others, 0, 0.0)
+    bit_zero = (1.0 - flip) * padded + flip * shifted
+    bit_one = flip * padded + (1.0 - flip) * shifted
+    cut = min(1.0, up_cut + down_cut)
+    return PrivacyProfile(bit_zero, bit_one, neighbouring=Neighbouring.REPLACE_ONE, p_tail=cut, q_tail=cut)
+
+
+def _block_pair(n_users: int, flip: float, first: int, last: int, tail_mass: float) -> PrivacyProfile:
+    """A pair dominating every neighbour ``k`` in ``first..last`` (exact when ``first == last``)."""
+    return _neighbour_pair(n_users - (last - first), flip, first, tail_mass)
+
+
+def _seed_ks(half: int) -> list[int]:
+    """A few neighbours evaluated exactly first, so that branch and bound prunes early."""
+    if half <= 0:
+        return [0]
+    return sorted({0, half, *np.unique(np.geomspace(1, half, 24).astype(int)).tolist()})
+
+
+def _branch_and_bound(
+    n_users: int,
+    flip: float,
+    score: Callable[[PrivacyProfile], np.ndarray],
+    *,
+    rtol: float,
+    atol: float,
+    tail_mass: float,
+    threshold: float | None = None,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Maximum over ``k = 0..(n-1)//2`` of ``score(pair_k)`` (non-decreasing under post-processing).
+
+    Returns ``(upper, lower, k)``: ``lower`` = exact scores of an evaluated ``k``,
+    ``upper >= max_k score`` with ``upper <= lower (1 + rtol) + atol`` componentwise. With
+    ``threshold`` (scalar scores), stops as soon as some exact score exceeds it (then ``lower``
+    is that score) or every block is bounded by it (then ``upper <= threshold``).
+    """
+    half = (n_users - 1) // 2
+    lower, best_k = None, 0
+    for k in _seed_ks(half):
+        value = np.atleast_1d(score(_block_pair(n_users, flip, k, k, tail_mass)))
+        if lower is None or np.any(value > lower):
+            lower, best_k = value if lower is None else np.maximum(lower, value), k
+        if threshold is not None and value[0] > threshold:
+            return value, value, k
+    scale = np.maximum(lower, 1e-300)
+    upper = lower.copy()
+
+    def settled(bound: np.ndarray) -> bool:
+        if threshold is not None:
+            return bool(bound[0] <= threshold)
+        return bool(np.all(bound <= lower * (1.0 + rtol) + atol))
+
+    def push(first: int, last: int) -> None:
+        bound = np.atleast_1d(score(_block_pair(n_users, flip, first, last, tail_mass)))
+        heapq.heappush(heap, (-float(np.max(bound / scale)), first, last, bound))
+
+    heap: list[tuple[float, int, int, np.ndarray]] = []
+    push(0, half)
+    while heap:
+        _, first, last, bound = heapq.heappop(heap)
+        if settled(bound):
+            upper = np.maximum(upper, bound)
+        elif first == last:  # an exact neighbour above everything settled so far
+            if threshold is not None:
+                return bound, bound, first
+            if np.any(bound > lower):
+                best_k = first
+            lower = np.maximum(lower, bound)
+            upper = np.maximum(upper, bound)
+        else:
+            middle = (first + last) // 2
+            push(first, middle)
+            push(middle + 1, last)
+    return np.maximum(upper, lower), lower, best_k
+
+
+def rr_worst_case_delta_bound(
+    n_users: int, flip_probability: float, epsilons: float | np.ndarray, *, return_worst_k: bool = False
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    """Upper bound, within a relative ``1e-9``, on the worst-case delta of shuffled RR over every neighbour.
+
+    Same quantity as `privsum.bitsum.exact.rr_worst_case_delta` (the reference, which visits
+    every ``k``), computed by branch and bound over blocks of ``k`` in ``O(log n)``-ish pair
+    evaluations instead of ``n / 2``.
+
+    Privacy:
+        Replace-one. Block bound (proved): for ``k`` in ``[a, a + m]`` write
+        ``n-1-k = (n-1-a-m) + (a+m-k)`` and ``k = a + (k-a)``, so ``U = U' + U''`` and
+        ``D = D' + D''`` with independent ``U' ~ Bin(n-1-a-m, q)``, ``D' ~ Bin(a, q)``,
+        ``U'' ~ Bin(a+m-k, q)``, ``D'' ~ Bin(k-a, q)``. The pair for ``k`` is then the pair
+        ``(B + U' - D', B' + U' - D')`` -- which is, up to a shift, the pair of ``n - m`` users
+        with ``a`` ones among the others -- post-processed by one Markov kernel (add the
+        independent ``k - a + U'' - D''``). The hockey-stick divergence is an f-divergence, so by
+        the data-processing inequality ``delta_k(e) <= delta^(n-m)_a(e)`` for every ``e`` and both
+        directions. Symmetry ``k <-> n-1-k`` (reflect the count, swap directions) leaves
+        ``k <= (n-1)/2``. A block whose bound is settled is never refined and its bound enters the
+        result, so the result is always an upper bound on the exact maximum; blocks are split
+        until every bound is within ``1e-9`` (relative) of an exactly evaluated neighbour.
+        Binomial tails beyond a Bernstein radius (at most ``1e-30`` per side) are counted as
+        infinite loss.
+
+    Args:
+        n_users: users taking part.
+        flip_probability: the RR flip probability in ``(0, 0.5)``.
+        epsilons: one or more epsilon values ``>= 0``.
+        return_worst_k: also return the ``k <= (n-1)/2`` of the largest exactly evaluated neighbour.
+
+    Examples:
+        >>> bound = rr_worst_case_delta_bound(100_000, 3.4e-4, [0.7, 1.0])
+        >>> bool(bound[0] > bound[1] > 0)
+        True
+    """
+    owner = "rr_worst_case_delta_bound"
+    n_users = check_integer(n_users, "n_users", owner, low=1)
+    flip = _checked_flip(flip_probability, owner)
+    eps = _checked_epsilons(epsilons, owner)
+    upper, _, worst_k = _branch_and_bound(
+        n_users, flip, lambda pair: pair.delta(eps), rtol=_BOUND_RTOL, atol=4 * _TAIL_MASS, tail_mass=_TAIL_MASS
+    )
+    return (upper, np.full(eps.size, worst_k, dtype=np.int64)) if return_worst_k else upper
+
+
+def rr_worst_case_epsilon(n_users: int, flip_probability: float, delta: float) -> float:
+    """Upper bound, within a relative ``1e-9``, on ``max_k epsilon_k(delta)`` over every neighbour ``k``.
+
+    ``max_k delta_k(e) <= delta`` holds exactly when ``e >= epsilon_k(delta)`` for every ``k``, so
+    this is the smallest epsilon the worst case backs at ``delta`` (rounded up). Same block bound
+    as `rr_worst_case_delta_bound` (a pair dominating a block has a larger ``epsilon(delta)``).
+
+    Args:
+        n_users: users taking part.
+        flip_probability: the RR flip probability in ``(0, 0.5)``.
+        delta: the delta in ``(0, 1)``.
+
+    Examples:
+        >>> epsilon = rr_worst_case_epsilon(2000, 0.02, 1e-6)
+        >>> bool(rr_worst_case_delta_bound(2000, 0.02, epsilon)[0] <= 1e-6 * (1 + 1e-9))
+        True
+    """
+    owner = "rr_worst_case_epsilon"
+    n_users = check_integer(n_users, "n_users", owner, low=1)
+    flip = _checked_flip(flip_probability, owner)
+    delta = check_delta(delta, owner, allow_zero=False)
+    tail = min(_TAIL_MASS, 1e-10 * delta)
+    upper, _, _ = _branch_and_bound(
+        n_users, flip, lambda pair: np.array([pair.epsilon(delta)]), rtol=_BOUND_RTOL, atol=1e-12, tail_mass=tail
+    )
+    return float(upper[0])
+
+
+def _checked_flip(value: float, owner: str) -> float:
+    return check_real(value, "flip_probability", owner, low=0.0, high=0.5, low_open=True, high_open=True)
+
+
+def _checked_epsilons(epsilons: float | np.ndarray, owner: str) -> np.ndarray:
+    eps = np.atleast_1d(np.asarray(epsilons, dtype=float))
+    if not (eps.ndim == 1 and np.all(np.isfinite(eps)) and np.all(eps >= 0)):
+        raise invalid("epsilons", owner, "finite values >= 0", epsilons)
+    return eps
+
+
+def _meets_target(n_users: int, flip: float, epsilon: float, delta: float) -> tuple[bool, int]:
+    """Whether every neighbour's delta at ``epsilon`` is at most ``delta`` (up to float rounding); else a violating k."""
+    tail = min(_TAIL_MASS, 1e-10 * delta)
+    threshold = delta * (1 + _RTOL)
+    upper, _, k = _branch_and_bound(
+        n_users, flip, lambda pair: pair.delta(np.array([epsilon])), rtol=0.0, atol=0.0, tail_mass=tail, threshold=threshold
+    )
+    return bool(upper[0] <= threshold), k
 
 
 def _tight_flip_probability(epsilon: float, delta: float, n_users: int) -> float:
     """Bisection on ``log q`` against the worst of a growing set of neighbours, verified over all of them."""
     local = 1.0 / (1.0 + math.exp(epsilon))  # epsilon-LDP: meets any delta
+    tail = min(_TAIL_MASS, 1e-10 * delta)
     candidates = {0}
-    for _ in range(20):
+    for _ in range(40):
 
         def delta_at(log_flip: float, ks: frozenset[int] = frozenset(candidates)) -> float:
             flip = math.exp(log_flip)
-            return max(float(rr_profile(n_users, flip, k).delta(epsilon)) for k in ks)
+            return max(float(_neighbour_pair(n_users, flip, k, tail).delta(epsilon)) for k in ks)
 
         log_flip = calibrate(
             delta_at,
@@ -279,27 +494,13 @@ def _tight_flip_probability(epsilon: float, delta: float, n_users: int) -> float
             tolerance=1e-6,
         )
         flip = min(math.exp(log_flip), local)
-        worst, worst_k = _worst_delta(n_users, flip, epsilon)
-        if worst <= delta * (1 + _RTOL):
+        meets, violating_k = _meets_target(n_users, flip, epsilon, delta)
+        if meets:
             return flip
-        candidates.add(worst_k)
+        candidates.add(violating_k)
     raise RuntimeError("RRBitSum: tight calibration did not converge; use calibration='analytic'")  # pragma: no cover
 
 
 def _verified_epsilon(n_users: int, flip: float, delta: float) -> float:
-    """Smallest epsilon (up to float rounding) whose worst-case delta over every neighbour is at most ``delta``."""
-    candidates = {0}
-    for _ in range(40):
-        epsilon = max(rr_profile(n_users, flip, k).epsilon(delta) for k in candidates)
-        if not math.isfinite(epsilon):
-            return math.inf
-        worst, worst_k = _worst_delta(n_users, flip, epsilon)
-        if worst <= delta * (1 + _RTOL):
-            return epsilon
-        if worst_k in candidates:  # float rounding between the two computations: step up a little
-            start = epsilon * (1 + 1e-9) + 1e-12
-            while _worst_delta(n_users, flip, start)[0] > delta * (1 + _RTOL):
-                start = start * (1 + 1e-6) + 1e-9
-            return start
-        candidates.add(worst_k)
-    raise RuntimeError("RRBitSum: could not verify epsilon")  # pragma: no cover
+    """Smallest epsilon (rounded up, relative ``1e-9``) whose worst-case delta over every neighbour is at most ``delta``."""
+    return rr_worst_case_epsilon(n_users, flip, delta)

@@ -11,6 +11,7 @@ from privsum import InvalidParameterError, PrivacyLeakWarning
 from privsum.accounting import GuaranteeEvent, PrivacyProfile
 from privsum.bitsum import LocalRRBitSum, RRBitSum
 from privsum.bitsum.exact import rr_profile, rr_worst_case_delta
+from privsum.bitsum.rr import _block_pair, rr_worst_case_delta_bound, rr_worst_case_epsilon
 from privsum.testing import ProtocolConformance, assert_mean, assert_same_distribution, assert_variance
 
 N = 300
@@ -144,3 +145,69 @@ def test_tight_calibration_never_overshoots(epsilon, log_delta, n):
     delta = 10.0**log_delta
     protocol = RRBitSum.from_privacy(epsilon=epsilon, delta=delta, n_users=n)
     assert rr_worst_case_delta(n, protocol.flip_probability, epsilon)[0] <= delta * (1 + 1e-9)
+
+
+def _brute_force_worst_delta(n, q, eps):
+    """Reference: every neighbour k = 0..n-1, one exact profile each."""
+    return np.max([np.atleast_1d(rr_profile(n, q, k).delta(eps)) for k in range(n)], axis=0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    n=st.integers(1, 120),
+    q=st.floats(0.002, 0.45),
+    eps=st.lists(st.floats(0.0, 4.0), min_size=1, max_size=4),
+)
+def test_branch_and_bound_matches_every_neighbour_brute_force(n, q, eps):
+    eps = np.array(eps)
+    brute = _brute_force_worst_delta(n, q, eps)
+    bound = rr_worst_case_delta_bound(n, q, eps)
+    # never below the exact maximum (rr_profile drops tails of 1e-18, the bound 1e-30) ...
+    assert np.all(bound >= brute * (1 - 1e-12) - 1e-17)
+    # ... and above it only by the documented relative slack
+    assert np.all(bound <= brute * (1 + 1e-9) + 1e-15)
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(2, 80), q=st.floats(0.005, 0.45), data=st.data())
+def test_block_pair_dominates_every_neighbour_of_its_block(n, q, data):
+    first = data.draw(st.integers(0, n - 1))
+    last = data.draw(st.integers(first, n - 1))
+    block = _block_pair(n, q, first, last, 1e-30)
+    for k in range(first, last + 1):
+        neighbour = rr_profile(n, q, k)
+        # exact check as in PrivacyProfile.dominates (both curves are piecewise a - b e^eps between
+        # the union of breakpoints), with an absolute allowance for float rounding near delta = 0
+        grid = np.union1d(block.breakpoints(), neighbour.breakpoints())
+        assert np.all(block.delta(grid) >= neighbour.delta(grid) * (1 - 1e-12) - 1e-15)
+        assert block.infinite_mass >= neighbour.infinite_mass - 1e-15
+
+
+@settings(max_examples=15, deadline=None)
+@given(n=st.integers(2, 150), q=st.floats(0.005, 0.45), log_delta=st.floats(-12, -2))
+def test_worst_case_epsilon_matches_every_neighbour_brute_force(n, q, log_delta):
+    delta = 10.0**log_delta
+    brute = max(rr_profile(n, q, k, tail_mass=1e-30).epsilon(delta) for k in range(n))
+    epsilon = rr_worst_case_epsilon(n, q, delta)
+    assert brute - 1e-12 <= epsilon <= brute * (1 + 1e-9) + 1e-12
+    assert _brute_force_worst_delta(n, q, epsilon)[0] <= delta * (1 + 1e-9)
+
+
+def test_branch_and_bound_matches_the_recursion_at_a_large_size():
+    n, q = 20_000, 0.0017  # the worst k is 0 at epsilon 1 and interior (k ~ 47) at 0.7
+    eps = np.array([0.3, 0.7, 1.0, 1.5])
+    reference, reference_k = rr_worst_case_delta(n, q, eps, return_worst_k=True)
+    bound = rr_worst_case_delta_bound(n, q, eps)
+    np.testing.assert_allclose(bound, reference, rtol=1e-9, atol=1e-15)
+    assert reference_k[1] > 0  # the interior worst case is really exercised
+    worst_at_07 = rr_worst_case_delta_bound(n, q, 0.7, return_worst_k=True)[1][0]
+    assert worst_at_07 == reference_k[1]
+
+
+def test_million_users_accounting_is_verified_against_blocks():
+    n = 1_000_000
+    protocol = RRBitSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=n)
+    assert rr_worst_case_delta_bound(n, protocol.flip_probability, 1.0)[0] <= 1e-6 * (1 + 1e-9)
+    assert rr_worst_case_delta_bound(n, 0.99 * protocol.flip_probability, 1.0)[0] > 1e-6
+    epsilon = RRBitSum(n_users=n, flip_probability=protocol.flip_probability, delta=1e-6).guarantee.epsilon
+    assert 0.999 < epsilon <= 1.0 + 1e-8

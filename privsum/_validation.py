@@ -14,11 +14,13 @@ import numpy as np
 from privsum.exceptions import InvalidParameterError
 
 __all__ = [
+    "as_array",
     "check_array",
     "check_choice",
     "check_delta",
     "check_epsilon",
     "check_integer",
+    "check_integer_array",
     "check_probability",
     "check_real",
     "invalid",
@@ -92,6 +94,33 @@ def check_choice(value: Any, name: str, owner: str, choices: tuple[str, ...]) ->
     return value
 
 
+def as_array(values: Any, name: str, owner: str) -> np.ndarray:
+    """``np.asarray(values)``, raising the library's error where numpy cannot build an array (ragged lists, ...)."""
+    try:
+        return np.asarray(values)
+    except Exception as error:  # numpy raises ValueError, TypeError, OverflowError, ... here
+        raise invalid(name, owner, "array-like (a rectangular array)", type(values).__name__) from error
+
+
+def check_integer_array(values: Any, name: str, owner: str, *, ndim: int | None = 1, low: int | None = None) -> np.ndarray:
+    """Return ``values`` as an int64 array of integer dtype (floats and bools refused, never rounded), or raise.
+
+    An empty array of any numeric dtype is accepted (``[]`` is a float array to numpy).
+    """
+    array = as_array(values, name, owner)
+    if ndim is not None and array.ndim != ndim:
+        raise invalid(name, owner, f"a {ndim}-D integer array", f"shape {array.shape}")
+    if array.size and not np.issubdtype(array.dtype, np.integer):
+        raise invalid(name, owner, "an integer array", f"dtype {array.dtype}")
+    if not array.size and not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
+        raise invalid(name, owner, "an integer array", f"dtype {array.dtype}")
+    if array.size and array.dtype == np.uint64 and not (array.max() <= np.iinfo(np.int64).max):
+        raise invalid(name, owner, "integers below 2**63", int(array.max()))
+    if low is not None and array.size and not (array.min() >= low):
+        raise invalid(name, owner, f"integers >= {low}", int(array.min()))
+    return array.astype(np.int64, copy=False)
+
+
 def check_array(
     values: Any,
     name: str,
@@ -106,10 +135,7 @@ def check_array(
 
     Values outside ``[low, high]`` raise: nothing is silently clipped.
     """
-    try:
-        array = np.asarray(values)
-    except Exception as error:  # pragma: no cover - numpy raises many types here
-        raise invalid(name, owner, "array-like of numbers", type(values).__name__) from error
+    array = as_array(values, name, owner)
     if array.dtype == bool:
         array = array.astype(np.int64)
     if not np.issubdtype(array.dtype, np.number) or np.issubdtype(array.dtype, np.complexfloating):

@@ -165,7 +165,10 @@ class ParallelEvent(PrivacyEvent):
 
     def __post_init__(self) -> None:
         owner = "ParallelEvent"
-        events = tuple(self.events)
+        try:
+            events = tuple(self.events)
+        except TypeError:
+            raise invalid("events", owner, "a non-empty sequence of PrivacyEvent", self.events) from None
         if len(events) == 0 or not all(isinstance(e, PrivacyEvent) for e in events):
             raise invalid("events", owner, "a non-empty sequence of PrivacyEvent", self.events)
         object.__setattr__(self, "events", events)

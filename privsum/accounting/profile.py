@@ -159,6 +159,9 @@ class PrivacyProfile:
         Between consecutive breakpoints of the two curves, each is ``a - b*exp(e)``, so their
         difference is monotone there; checking at every breakpoint (and at infinity) is exact.
         """
+        if not isinstance(other, (PrivacyProfile, WorstCaseProfile)):
+            raise invalid("other", "PrivacyProfile.dominates", "a PrivacyProfile or WorstCaseProfile", other)
+        rtol = check_real(rtol, "rtol", "PrivacyProfile.dominates", low=0.0, high=1.0, high_open=True)
         grid = np.union1d(self.breakpoints(), other.breakpoints())
         mine, theirs = self.delta(grid), other.delta(grid)
         at_infinity = self.infinite_mass >= other.infinite_mass * (1 - rtol)
@@ -183,18 +186,23 @@ class WorstCaseProfile:
 
     def __init__(self, profiles: Sequence[PrivacyProfile]) -> None:
         owner = "WorstCaseProfile"
-        if len(profiles) == 0 or not all(isinstance(p, PrivacyProfile) for p in profiles):
+        try:
+            candidates = tuple(profiles)
+        except TypeError:
+            raise invalid("profiles", owner, "a non-empty sequence of PrivacyProfile", profiles) from None
+        if len(candidates) == 0 or not all(isinstance(p, PrivacyProfile) for p in candidates):
             raise invalid("profiles", owner, "a non-empty sequence of PrivacyProfile", profiles)
-        relations = {p.neighbouring for p in profiles}
+        relations = {p.neighbouring for p in candidates}
         if len(relations) != 1:
             raise invalid("profiles", owner, "profiles under one neighbouring relation", sorted(r.value for r in relations))
-        self.profiles = tuple(profiles)
+        self.profiles = candidates
         self.neighbouring = relations.pop()
 
     def delta(self, epsilon: float | np.ndarray) -> float | np.ndarray:
         """Maximum over the candidates of their delta at ``epsilon``."""
-        values = np.max([np.atleast_1d(p.delta(epsilon)) for p in self.profiles], axis=0)
-        return float(values[0]) if np.ndim(epsilon) == 0 else values
+        epsilons = _epsilon_array(epsilon, "WorstCaseProfile.delta")
+        values = np.max([np.atleast_1d(p.delta(epsilons)) for p in self.profiles], axis=0)
+        return float(values[0]) if epsilons.ndim == 0 else values.reshape(epsilons.shape)
 
     def epsilon(self, delta: float) -> float:
         """Maximum over the candidates of their epsilon at ``delta``."""
@@ -220,7 +228,12 @@ class WorstCaseProfile:
         for candidate in order:
             if all(candidate.dominates(other) for other in self.profiles if other is not candidate):
                 return candidate
-        raise ValueError("no candidate pair dominates all others; compose with a guarantee instead")
+        raise invalid(
+            "profiles",
+            "WorstCaseProfile.dominating_pair",
+            "candidates one of which dominates all others (otherwise compose with a guarantee)",
+            f"{len(self.profiles)} candidates, none dominating",
+        )
 
 
 def randomized_response_profile(
@@ -249,7 +262,7 @@ def randomized_response_profile(
 
 
 def _check_pmf(values: object, name: str, owner: str) -> np.ndarray:
-    array = np.asarray(values, dtype=float)
+    array = _real_array(values, name, owner)
     if array.ndim != 1 or array.size == 0:
         raise invalid(name, owner, "a non-empty 1-D array of probabilities", f"shape {array.shape}")
     if not (np.all(np.isfinite(array)) and np.all(array >= 0.0)):
@@ -257,8 +270,21 @@ def _check_pmf(values: object, name: str, owner: str) -> np.ndarray:
     return array
 
 
+def _real_array(values: object, name: str, owner: str) -> np.ndarray:
+    """A float array of real numbers (NaN and inf kept for the caller to judge), or the library's error."""
+    if isinstance(values, (str, bytes, bool)):
+        raise invalid(name, owner, "real numbers", values)
+    try:
+        array = np.asarray(values)
+    except Exception as error:  # ragged lists, ...
+        raise invalid(name, owner, "real numbers (a rectangular array)", type(values).__name__) from error
+    if array.dtype == bool or not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
+        raise invalid(name, owner, "real numbers", f"dtype {array.dtype}")
+    return array.astype(float)
+
+
 def _epsilon_array(epsilon: float | np.ndarray, owner: str) -> np.ndarray:
-    values = np.asarray(epsilon, dtype=float)
+    values = _real_array(epsilon, "epsilon", owner)
     if not (np.all(values >= 0.0) and not np.any(np.isnan(values))):
         raise invalid("epsilon", owner, "non-negative (not NaN)", epsilon)
     if not np.all(np.isfinite(values)):

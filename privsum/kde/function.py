@@ -3,25 +3,27 @@
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import io
-import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from privsum._validation import check_integer, invalid
+from privsum._serialisation import Envelope, header_field, pack, unpack
+from privsum._validation import check_array, check_integer, invalid
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
+from privsum.exceptions import InvalidParameterError
 from privsum.lsq.base import LSQFamily
+from privsum.lsq.lsh import LSHFamily, family_from_spec
 
 __all__ = ["KDEFunction"]
 
-_FORMAT = "privsum.kde.KDEFunction"
-_VERSION = 1
+#: Serialised form: version 2 added the magic prefix and the raw float64 payload (version 1 stored ``.npy``).
+_ENVELOPE = Envelope(magic=b"PSKDEF", version=2, name="privsum KDEFunction")
+_KIND = 0
+_DTYPE = "<f8"
 # Query points x repetitions x coordinates evaluated at once.
 _QUERY_ENTRIES = 1 << 21
-_DIGEST_SIZE = 32
 
 
 @dataclass(frozen=True, eq=False)
@@ -58,12 +60,10 @@ class KDEFunction:
             raise invalid("family", owner, "an LSQFamily", type(self.family).__name__)
         if not (self.guarantee is None or isinstance(self.guarantee, PrivacyGuarantee)):
             raise invalid("guarantee", owner, "a PrivacyGuarantee or None", self.guarantee)
-        coefficients = np.asarray(self.coefficients, dtype=float)
+        coefficients = check_array(self.coefficients, "coefficients", owner).astype(float)
         expected = (self.family.n_repetitions, self.family.n_coordinates)
         if coefficients.shape != expected:
             raise invalid("coefficients", owner, f"an array of shape {expected}", f"shape {coefficients.shape}")
-        if not np.all(np.isfinite(coefficients)):
-            raise invalid("coefficients", owner, "finite", "non-finite entries")
         object.__setattr__(self, "coefficients", coefficients)
         object.__setattr__(self, "n_users", check_integer(self.n_users, "n_users", owner, low=1))
 
@@ -107,7 +107,7 @@ class KDEFunction:
         return None if self.guarantee is None else self.guarantee.neighbouring
 
     def to_bytes(self) -> bytes:
-        """Versioned serialisation: a JSON header, the ``.npy`` coefficients and a SHA-256 checksum.
+        """Versioned serialisation: magic, version, a JSON header, the float64 coefficients and a SHA-256 checksum.
 
         Nothing is pickled; `from_bytes` rebuilds the family from its public parameters (its seed).
 
@@ -118,78 +118,88 @@ class KDEFunction:
             >>> KDEFunction.from_bytes(released.to_bytes()) == released
             True
         """
-        header = {
-            "format": _FORMAT,
-            "version": _VERSION,
-            "family": _family_spec(self.family),
-            "n_users": self.n_users,
-            "guarantee": None
-            if self.guarantee is None
-            else [self.guarantee.epsilon, self.guarantee.delta, self.guarantee.neighbouring.value],
-        }
-        buffer = io.BytesIO()
-        np.save(buffer, self.coefficients, allow_pickle=False)
-        encoded = json.dumps(header, sort_keys=True).encode()
-        body = len(encoded).to_bytes(4, "big") + encoded + buffer.getvalue()
-        return body + hashlib.sha256(body).digest()
+        header = {"family": _family_spec(self.family), "n_users": self.n_users, "guarantee": _guarantee_spec(self.guarantee)}
+        return pack(_ENVELOPE, _KIND, header, self.coefficients, _DTYPE)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> KDEFunction:
         """Inverse of `to_bytes`; refuses corrupted bytes, unknown formats or versions and foreign families.
 
+        Nothing is unpickled: the header is JSON and the coefficients raw little-endian float64.
+
         Raises:
             InvalidParameterError: naming ``data``, for any bytes `to_bytes` did not write.
         """
         owner = "KDEFunction.from_bytes"
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise invalid("data", owner, "bytes", type(data).__name__)
-        data = bytes(data)
-        body, digest = data[:-_DIGEST_SIZE], data[-_DIGEST_SIZE:]
-        if len(data) <= _DIGEST_SIZE + 4 or hashlib.sha256(body).digest() != digest:
-            raise invalid("data", owner, "bytes written by KDEFunction.to_bytes (checksum)", "corrupted or truncated bytes")
+        header, coefficients = unpack(data, _ENVELOPE, _KIND, "a KDEFunction", _DTYPE, owner)
+        n_users = header_field(header, "n_users", int, owner)
+        family = _family_from_spec(header_field(header, "family", dict, owner))
+        guarantee = _guarantee_from_spec(header.get("guarantee"), owner)
         try:
-            length = int.from_bytes(body[:4], "big")
-            header = json.loads(body[4 : 4 + length].decode())
-            coefficients = np.load(io.BytesIO(body[4 + length :]), allow_pickle=False)
-        except Exception as error:
-            raise invalid("data", owner, "bytes written by KDEFunction.to_bytes", "undecodable bytes") from error
-        if not (isinstance(header, dict) and header.get("format") == _FORMAT and header.get("version") == _VERSION):
-            found = (header.get("format"), header.get("version")) if isinstance(header, dict) else header
-            raise invalid("data", owner, f"format {_FORMAT!r} version {_VERSION}", found)
-        try:
-            raw = header["guarantee"]
-            guarantee = None if raw is None else PrivacyGuarantee(float(raw[0]), float(raw[1]), raw[2])
-            return cls(_family_from_spec(header["family"]), coefficients, header["n_users"], guarantee)
-        except (KeyError, IndexError, TypeError, ValueError) as error:
-            raise invalid("data", owner, "a well-formed KDEFunction header", str(error)) from error
+            return cls(family, coefficients, n_users, guarantee)
+        except InvalidParameterError as error:
+            raise invalid("data", owner, "a consistent KDEFunction", str(error)) from None
+
+
+def _guarantee_spec(guarantee: PrivacyGuarantee | None) -> dict[str, Any] | None:
+    if guarantee is None:
+        return None
+    epsilon = guarantee.epsilon if math.isfinite(guarantee.epsilon) else "inf"
+    return {"epsilon": epsilon, "delta": guarantee.delta, "neighbouring": guarantee.neighbouring.value}
+
+
+def _guarantee_from_spec(spec: Any, owner: str) -> PrivacyGuarantee | None:
+    if spec is None:
+        return None
+    if not (isinstance(spec, dict) and set(spec) == {"epsilon", "delta", "neighbouring"}):
+        raise invalid("data", owner, "a guarantee header with epsilon, delta and neighbouring", spec)
+    epsilon = math.inf if spec["epsilon"] == "inf" else spec["epsilon"]
+    try:
+        return PrivacyGuarantee(epsilon, spec["delta"], spec["neighbouring"])
+    except InvalidParameterError as error:
+        raise invalid("data", owner, "a valid guarantee header", str(error)) from None
 
 
 def _family_spec(family: LSQFamily) -> dict[str, Any]:
-    if not dataclasses.is_dataclass(family):
-        raise invalid("family", "KDEFunction.to_bytes", "a dataclass LSQ family", type(family).__name__)
+    """``{"class": name, "parameters": {...}}`` for a family of `privsum.lsq` with scalar parameters."""
+    owner = "KDEFunction.to_bytes"
+    name = type(family).__name__
+    if _FAMILIES.get(name) is not type(family) or not dataclasses.is_dataclass(family):
+        raise invalid("family", owner, f"one of the privsum.lsq families {sorted(_FAMILIES)}", name)
+    if isinstance(family, LSHFamily):
+        return {"class": name, "parameters": family.spec()}
     fields = {f.name: getattr(family, f.name) for f in dataclasses.fields(family) if f.init}
-    for name, value in fields.items():
+    for field_name, value in fields.items():
         if not (value is None or isinstance(value, (bool, int, float, str))):
-            raise invalid(
-                "family", "KDEFunction.to_bytes", f"a family whose parameters are scalars ({name!r} is not)", type(value).__name__
-            )
-    return {"class": f"{type(family).__module__}.{type(family).__qualname__}", "parameters": fields}
+            raise invalid("family", owner, f"a family whose parameters are scalars ({field_name!r} is not)", type(value).__name__)
+    return {"class": name, "parameters": fields}
 
 
 def _family_from_spec(spec: dict[str, Any]) -> LSQFamily:
     owner = "KDEFunction.from_bytes"
-    module_name, _, class_name = str(spec.get("class", "")).rpartition(".")
-    if not module_name.startswith("privsum.lsq"):
-        raise invalid("data", owner, "a family from privsum.lsq", spec.get("class"))
-    import importlib
-
-    try:
-        family_class = getattr(importlib.import_module(module_name), class_name, None)
-    except ImportError:
-        family_class = None
-    if not (isinstance(family_class, type) and issubclass(family_class, LSQFamily)):
-        raise invalid("data", owner, "a known LSQ family class", spec.get("class"))
+    family_class = _FAMILIES.get(spec.get("class"))  # type: ignore[arg-type]
     parameters = spec.get("parameters")
-    if not isinstance(parameters, dict):
-        raise invalid("data", owner, "family parameters as a mapping", parameters)
-    return family_class(**parameters)
+    if family_class is None or not isinstance(parameters, dict) or set(spec) != {"class", "parameters"}:
+        raise invalid("data", owner, f"a family header naming one of {sorted(_FAMILIES)}", spec.get("class"))
+    try:
+        if issubclass(family_class, LSHFamily):
+            return family_from_spec(parameters)
+        return family_class(**parameters)
+    except (InvalidParameterError, TypeError) as error:
+        raise invalid("data", owner, "valid family parameters", str(error)) from None
+
+
+def _concrete_families() -> dict[str, type]:
+    """The concrete LSQ families `privsum.lsq` exports: the only classes `from_bytes` will build."""
+    import inspect
+
+    import privsum.lsq
+
+    return {
+        name: value
+        for name in privsum.lsq.__all__
+        if inspect.isclass(value := getattr(privsum.lsq, name)) and issubclass(value, LSQFamily) and not inspect.isabstract(value)
+    }
+
+
+_FAMILIES = _concrete_families()

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
-from privsum._validation import invalid
+from privsum._validation import as_array, check_integer, check_integer_array, invalid
 from privsum.shuffle.messages import MessageBatch
 
 __all__ = ["MessageHistogram"]
@@ -35,20 +37,21 @@ class MessageHistogram:
 
     def __post_init__(self) -> None:
         owner = "MessageHistogram"
-        alphabet = tuple(int(v) for v in self.alphabet)
-        if len(alphabet) == 0 or list(alphabet) != sorted(set(alphabet)):
-            raise invalid("alphabet", owner, "non-empty, sorted and without repeats", self.alphabet)
-        counts = np.asarray(self.counts)
+        alphabet = _check_alphabet(self.alphabet, owner)
+        counts = as_array(self.counts, "counts", owner)
         if counts.ndim != 2 or counts.shape[1] != len(alphabet):
             raise invalid("counts", owner, f"a 2-D array with {len(alphabet)} columns", f"shape {counts.shape}")
-        if not (np.issubdtype(counts.dtype, np.integer) and (counts.size == 0 or counts.min() >= 0)):
-            raise invalid("counts", owner, "non-negative integers", f"dtype {counts.dtype}")
-        object.__setattr__(self, "counts", counts.astype(np.int64, copy=False))
+        counts = check_integer_array(counts, "counts", owner, ndim=2, low=0)
+        object.__setattr__(self, "counts", counts)
         object.__setattr__(self, "alphabet", alphabet)
 
     @classmethod
     def from_messages(cls, batch: MessageBatch, *, alphabet: tuple[int, ...]) -> MessageHistogram:
         """Count a batch of messages; a value outside ``alphabet`` raises."""
+        owner = "MessageHistogram.from_messages"
+        if not isinstance(batch, MessageBatch):
+            raise invalid("batch", owner, "a MessageBatch", type(batch).__name__)
+        alphabet = _check_alphabet(alphabet, owner)
         alphabet_array = np.asarray(alphabet, dtype=np.int64)
         columns = np.searchsorted(alphabet_array, batch.values)
         outside = (columns >= alphabet_array.size) | (
@@ -68,6 +71,8 @@ class MessageHistogram:
     @classmethod
     def zeros(cls, n_instances: int, alphabet: tuple[int, ...]) -> MessageHistogram:
         """The empty histogram (no messages)."""
+        n_instances = check_integer(n_instances, "n_instances", "MessageHistogram.zeros", low=0)
+        alphabet = _check_alphabet(alphabet, "MessageHistogram.zeros")
         return cls(np.zeros((n_instances, len(alphabet)), dtype=np.int64), alphabet)
 
     @property
@@ -82,7 +87,7 @@ class MessageHistogram:
 
     def count(self, value: int) -> np.ndarray:
         """Per-instance count of messages equal to ``value``."""
-        if value not in self.alphabet:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value not in self.alphabet:
             raise invalid("value", "MessageHistogram.count", f"one of {self.alphabet}", value)
         return self.counts[:, self.alphabet.index(value)]
 
@@ -104,3 +109,19 @@ class MessageHistogram:
         return self.alphabet == other.alphabet and np.array_equal(self.counts, other.counts)
 
     __hash__ = None  # type: ignore[assignment]
+
+
+def _check_alphabet(alphabet: object, owner: str) -> tuple[int, ...]:
+    """The alphabet as a tuple of Python ints: non-empty, integer, sorted, without repeats."""
+    constraint = "a non-empty sorted sequence of distinct 64-bit integers"
+    try:
+        values = tuple(alphabet)  # type: ignore[call-overload]
+    except TypeError:
+        raise invalid("alphabet", owner, constraint, alphabet) from None
+    if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in values):
+        raise invalid("alphabet", owner, constraint, alphabet)
+    result = tuple(int(v) for v in values)  # type: ignore[call-overload]
+    increasing = all(a < b for a, b in itertools.pairwise(result))
+    if not (result and increasing and result[0] >= -(2**63) and result[-1] < 2**63):
+        raise invalid("alphabet", owner, constraint, alphabet)
+    return result

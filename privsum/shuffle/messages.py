@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from privsum._validation import check_integer, invalid
+from privsum._validation import as_array, check_integer, check_integer_array, invalid
 
 __all__ = ["MessageBatch"]
 
@@ -32,17 +32,14 @@ class MessageBatch:
     def __post_init__(self) -> None:
         owner = "MessageBatch"
         n_instances = check_integer(self.n_instances, "n_instances", owner, low=1)
-        instances = np.asarray(self.instances)
-        values = np.asarray(self.values)
-        if instances.ndim != 1 or values.ndim != 1 or instances.shape != values.shape:
+        instances = check_integer_array(self.instances, "instances", owner)
+        values = check_integer_array(self.values, "values", owner)
+        if instances.shape != values.shape:
             raise invalid("values", owner, "1-D and of the same length as instances", f"shapes {instances.shape}, {values.shape}")
-        for name, array in (("instances", instances), ("values", values)):
-            if array.size and not np.issubdtype(array.dtype, np.integer):
-                raise invalid(name, owner, "an integer array", f"dtype {array.dtype}")
         if instances.size and not (instances.min() >= 0 and instances.max() < n_instances):
             raise invalid("instances", owner, f"ids in [0, {n_instances})", f"range [{instances.min()}, {instances.max()}]")
-        object.__setattr__(self, "instances", instances.astype(np.int64, copy=False))
-        object.__setattr__(self, "values", values.astype(np.int64, copy=False))
+        object.__setattr__(self, "instances", instances)
+        object.__setattr__(self, "values", values)
         object.__setattr__(self, "n_instances", n_instances)
 
     @property
@@ -52,13 +49,27 @@ class MessageBatch:
 
     def take(self, order: np.ndarray) -> MessageBatch:
         """The batch reordered (or subset) by the index array ``order``."""
-        return MessageBatch(self.instances[order], self.values[order], self.n_instances)
+        owner = "MessageBatch.take"
+        order = as_array(order, "order", owner)
+        if order.size == 0:
+            order = order.astype(np.int64)
+        if not (order.dtype == bool or np.issubdtype(order.dtype, np.integer)):
+            raise invalid("order", owner, "an integer index array or a boolean mask", f"dtype {order.dtype}")
+        try:
+            instances, values = self.instances[order], self.values[order]
+        except IndexError as error:
+            raise invalid("order", owner, f"indices of the {self.n_messages} messages", str(error)) from None
+        return MessageBatch(instances, values, self.n_instances)
 
     @classmethod
     def concatenate(cls, batches: Sequence[MessageBatch]) -> MessageBatch:
         """All messages of several batches addressing the same instances."""
-        if len(batches) == 0:
-            raise invalid("batches", "MessageBatch.concatenate", "a non-empty sequence", batches)
+        try:
+            batches = tuple(batches)
+        except TypeError:
+            raise invalid("batches", "MessageBatch.concatenate", "a non-empty sequence of MessageBatch", batches) from None
+        if len(batches) == 0 or not all(isinstance(b, MessageBatch) for b in batches):
+            raise invalid("batches", "MessageBatch.concatenate", "a non-empty sequence of MessageBatch", batches)
         sizes = {b.n_instances for b in batches}
         if len(sizes) != 1:
             raise invalid("batches", "MessageBatch.concatenate", "batches with equal n_instances", sorted(sizes))

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from privsum._validation import check_integer, invalid
+from privsum._validation import check_integer, check_integer_array, invalid
 from privsum.shuffle.messages import MessageBatch
 
 __all__ = ["SparseMessageHistogram"]
@@ -48,13 +48,9 @@ class SparseMessageHistogram:
     def __post_init__(self) -> None:
         owner = "SparseMessageHistogram"
         n_instances = check_integer(self.n_instances, "n_instances", owner, low=1)
-        arrays = {}
-        for name in ("instances", "values", "counts"):
-            array = np.asarray(getattr(self, name))
-            if array.ndim != 1 or (array.size and not np.issubdtype(array.dtype, np.integer)):
-                raise invalid(name, owner, "a 1-D integer array", f"shape {array.shape}, dtype {array.dtype}")
-            arrays[name] = array.astype(np.int64, copy=False)
-        instances, values, counts = arrays["instances"], arrays["values"], arrays["counts"]
+        instances, values, counts = (
+            check_integer_array(getattr(self, name), name, owner) for name in ("instances", "values", "counts")
+        )
         if not (instances.size == values.size == counts.size):
             raise invalid(
                 "counts", owner, "as long as instances and values", f"lengths {instances.size}, {values.size}, {counts.size}"
@@ -78,9 +74,10 @@ class SparseMessageHistogram:
         cls, instances: np.ndarray, values: np.ndarray, counts: np.ndarray, n_instances: int
     ) -> SparseMessageHistogram:
         """Coalesce unsorted pairs (repeats allowed; zero counts dropped) into a view."""
-        instances = np.asarray(instances, dtype=np.int64).ravel()
-        values = np.asarray(values, dtype=np.int64).ravel()
-        counts = np.asarray(counts, dtype=np.int64).ravel()
+        owner = "SparseMessageHistogram.from_pairs"
+        instances = check_integer_array(instances, "instances", owner, ndim=None).ravel()
+        values = check_integer_array(values, "values", owner, ndim=None).ravel()
+        counts = check_integer_array(counts, "counts", owner, ndim=None).ravel()
         if not (instances.size == values.size == counts.size):
             raise invalid("counts", "SparseMessageHistogram.from_pairs", "as long as instances and values", counts.size)
         if counts.size and counts.min() < 0:
@@ -114,7 +111,7 @@ class SparseMessageHistogram:
 
     def count(self, value: int) -> np.ndarray:
         """Per-instance count of messages equal to ``value`` (zeros where it never occurs)."""
-        value = check_integer(value, "value", "SparseMessageHistogram.count", low=-(2**63))
+        value = check_integer(value, "value", "SparseMessageHistogram.count", low=-(2**63), high=2**63 - 1)
         result = np.zeros(self.n_instances, dtype=np.int64)
         hit = self.values == value
         np.add.at(result, self.instances[hit], self.counts[hit])

@@ -12,8 +12,9 @@ import numpy as np
 from scipy import optimize
 
 from privsum._random import RNGLike, as_generator
-from privsum._validation import check_array, check_choice, check_epsilon, check_integer, check_real, invalid
+from privsum._validation import as_array, check_array, check_choice, check_epsilon, check_integer, check_real, invalid
 from privsum.accounting import GuaranteeEvent, Neighbouring, PrivacyGuarantee
+from privsum.exceptions import NotFittedError
 from privsum.lsq.lsh import LSHFamily, SignedRandomProjection
 from privsum.sketches._noise import SAMPLERS
 from privsum.sketches.race import RACE, ReleasedRACE
@@ -30,6 +31,27 @@ def _private_rng(sampler: Any, random_state: RNGLike, owner: str) -> Any:
     if random_state is not None:
         raise invalid("random_state", owner, "None with sampler='opendp' (OpenDP draws from its own CSPRNG)", random_state)
     return None
+
+
+def _check_fitted(model: Any, attribute: str) -> None:
+    if not hasattr(model, attribute):
+        raise NotFittedError(f"This {type(model).__name__} instance is not fitted yet: call 'fit' first.")
+
+
+def _check_labels(labels: Any, name: str, owner: str) -> np.ndarray:
+    """A 1-D array of labels (numbers, strings or booleans) that can be sorted and compared."""
+    array = as_array(labels, name, owner)
+    if array.ndim != 1:
+        raise invalid(name, owner, "a 1-D sequence of labels", f"shape {array.shape}")
+    constraint = "labels that are numbers (not NaN), strings or booleans"
+    if array.dtype.kind not in "biufUSO" or (array.dtype.kind == "f" and not np.all(np.isfinite(array))):
+        raise invalid(name, owner, constraint, f"dtype {array.dtype}")
+    if array.dtype.kind == "O":
+        try:
+            np.unique(array)  # labels must sort, as the classes of a fitted model do
+        except TypeError:
+            raise invalid(name, owner, constraint, "labels of mixed or unorderable types") from None
+    return array
 
 
 def anomaly_score(sketch: RACE | ReleasedRACE, queries: Any, *, method: str = "mean", n_groups: int = 9) -> np.ndarray:
@@ -126,11 +148,11 @@ class RACEClassifier:
         epsilon = check_epsilon(self.epsilon, owner)
         relation = Neighbouring.parse(self.neighbouring, owner)
         check_choice(self.rule, "rule", owner, CLASSIFIER_RULES)
-        classes = np.asarray(self.classes)
-        if classes.ndim != 1 or classes.size < 2 or np.unique(classes).size != classes.size:
+        classes = _check_labels(self.classes, "classes", owner)
+        if classes.size < 2 or np.unique(classes).size != classes.size:
             raise invalid("classes", owner, "a sequence of at least two distinct labels", self.classes)
         points = self.family.check_points(X, "X")
-        labels = np.asarray(y)
+        labels = _check_labels(y, "y", owner)
         if labels.shape != (points.shape[0],):
             raise invalid("y", owner, f"a 1-D array of {points.shape[0]} labels", f"shape {labels.shape}")
         if not np.all(np.isin(labels, classes)):
@@ -148,8 +170,7 @@ class RACEClassifier:
 
     def decision_function(self, X: Any) -> np.ndarray:
         """``(m, C)`` class scores: ``K_c(y)`` (MAP) or ``K_c(y)/n_c`` (maximum likelihood)."""
-        if not hasattr(self, "sketches_"):
-            raise invalid("self", "RACEClassifier.decision_function", "a fitted classifier (call fit first)", "unfitted")
+        _check_fitted(self, "sketches_")
         if self.rule == "map":
             return np.column_stack([sketch.estimate(X) for sketch in self.sketches_])
         return np.column_stack([sketch.density(X) for sketch in self.sketches_])
@@ -163,6 +184,7 @@ class RACEClassifier:
 
     def predict(self, X: Any) -> np.ndarray:
         """The label with the highest score."""
+        _check_fitted(self, "sketches_")
         return self.classes_[np.argmax(self.decision_function(X), axis=1)]
 
 
@@ -272,7 +294,14 @@ class RACELinearRegression:
 
     def surrogate_loss(self, coefficients: Any) -> float:
         """The unsmoothed surrogate ``K(q) + K(-q)`` at ``q = (coefficients, -1)`` (intercept last if fitted)."""
-        query = np.append(np.asarray(coefficients, dtype=float), -1.0)[np.newaxis, :]
+        _check_fitted(self, "sketch_")
+        owner = "RACELinearRegression.surrogate_loss"
+        coefficients = check_array(coefficients, "coefficients", owner, ndim=1).astype(float)
+        if coefficients.size != self.sketch_.family.dimension - 1:
+            raise invalid(
+                "coefficients", owner, f"{self.sketch_.family.dimension - 1} coefficients", f"shape {coefficients.shape}"
+            )
+        query = np.append(coefficients, -1.0)[np.newaxis, :]
         return float(self.sketch_.estimate(query)[0] + self.sketch_.estimate(-query)[0])
 
     def _minimise(self, perturbations: np.ndarray, n_coefficients: int) -> np.ndarray:
@@ -289,9 +318,8 @@ class RACELinearRegression:
 
     def predict(self, X: Any) -> np.ndarray:
         """``X @ coef_ + intercept_``."""
+        _check_fitted(self, "coef_")
         features = check_array(X, "X", "RACELinearRegression.predict", ndim=2).astype(float)
-        if not hasattr(self, "coef_") or features.shape[1] != self.coef_.size:
-            raise invalid(
-                "X", "RACELinearRegression.predict", "features of the fitted model's width (fit first)", f"shape {features.shape}"
-            )
+        if features.shape[1] != self.coef_.size:
+            raise invalid("X", "RACELinearRegression.predict", f"{self.coef_.size} feature columns", f"shape {features.shape}")
         return features @ self.coef_ + self.intercept_

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import abc
-import json
 import math
-import struct
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from privsum._random import RNGLike
+from privsum._serialisation import Envelope, header_field, pack, unpack
 from privsum._validation import check_choice, check_epsilon, check_integer, check_real, invalid
 from privsum.accounting import GuaranteeEvent, Neighbouring, PrivacyGuarantee
-from privsum.exceptions import IncompatibleSketchError
+from privsum.exceptions import IncompatibleSketchError, InvalidParameterError
 from privsum.lsq.lsh import LSHFamily, family_from_spec
 from privsum.shuffle.streaming import is_chunk_stream, iter_user_chunks
 from privsum.sketches._noise import add_discrete_laplace
@@ -22,10 +21,10 @@ from privsum.sketches._noise import add_discrete_laplace
 __all__ = ["RACE", "ReleasedRACE", "SketchShape"]
 
 ESTIMATE_METHODS = ("mean", "median_of_means")
-_MAGIC = b"PSRACE"
-_FORMAT_VERSION = 1
+#: Version 2 added the SHA-256 checksum (see privsum/_serialisation.py for the layout).
+_ENVELOPE = Envelope(magic=b"PSRACE", version=2, name="privsum RACE sketch")
 _KIND_RAW, _KIND_RELEASED = 0, 1
-_PREFIX = struct.Struct("<6sHBI")  # magic, format version, kind, header length
+_KIND_NAMES = {_KIND_RAW: "a raw RACE sketch", _KIND_RELEASED: "a released RACE sketch"}
 _CODES_PER_CHUNK = 1 << 20
 
 
@@ -104,9 +103,7 @@ class _CounterArray(abc.ABC):
         return {"family": self.family.spec(), "fingerprint": self.family.fingerprint(), "shape": [self.n_rows, self.width]}
 
     def _serialise(self, kind: int, extra: dict[str, Any]) -> bytes:
-        header = json.dumps({**self._header(), **extra}, sort_keys=True).encode("utf-8")
-        body = np.ascontiguousarray(self.counts, dtype="<i8").tobytes()
-        return _PREFIX.pack(_MAGIC, _FORMAT_VERSION, kind, len(header)) + header + body
+        return pack(_ENVELOPE, kind, {**self._header(), **extra}, self.counts, "<i8")
 
 
 class RACE(_CounterArray):
@@ -272,15 +269,15 @@ class RACE(_CounterArray):
     @classmethod
     def from_bytes(cls, data: bytes) -> RACE:
         """Rebuild a sketch from `to_bytes` output; raises on a corrupt or foreign payload."""
-        header, counts = _parse(data, _KIND_RAW, "RACE.from_bytes")
-        n_updates = header.get("n_updates")
-        if not (
-            isinstance(n_updates, int) and n_updates >= 0 and np.all(counts >= 0) and np.all(counts.sum(axis=1) == n_updates)
-        ):
+        owner = "RACE.from_bytes"
+        header, counts = _parse(data, _KIND_RAW, owner)
+        n_updates = header_field(header, "n_updates", int, owner)
+        family = _family_from_header(header, owner)
+        if not (n_updates >= 0 and np.all(counts >= 0) and np.all(counts.sum(axis=1) == n_updates)):
             raise invalid(
                 "data", "RACE.from_bytes", "counters consistent with the stored number of updates", "inconsistent counters"
             )
-        sketch = cls(_family_from_header(header))
+        sketch = cls(family)
         sketch._counts = counts
         sketch._n_updates = n_updates
         return sketch
@@ -415,8 +412,9 @@ class ReleasedRACE(_CounterArray):
         object.__setattr__(self, "counts", counts)
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, owner))
         object.__setattr__(self, "neighbouring", Neighbouring.parse(self.neighbouring, owner))
+        scale = check_real(self.noise_scale, "noise_scale", owner, low=0.0, low_open=True)
         expected = noise_scale(self.family.n_repetitions, self.epsilon, self.neighbouring)
-        if not math.isclose(self.noise_scale, expected, rel_tol=1e-12):
+        if not math.isclose(scale, expected, rel_tol=1e-12):
             raise invalid("noise_scale", owner, f"the scale {expected:g} that epsilon and neighbouring require", self.noise_scale)
 
     @property
@@ -461,19 +459,19 @@ class ReleasedRACE(_CounterArray):
     @classmethod
     def from_bytes(cls, data: bytes) -> ReleasedRACE:
         """Rebuild a released sketch from `to_bytes` output."""
-        header, counts = _parse(data, _KIND_RELEASED, "ReleasedRACE.from_bytes")
+        owner = "ReleasedRACE.from_bytes"
+        header, counts = _parse(data, _KIND_RELEASED, owner)
+        family = _family_from_header(header, owner)
         try:
             return cls(
-                family=_family_from_header(header),
+                family=family,
                 counts=counts,
-                epsilon=header["epsilon"],
-                neighbouring=header["neighbouring"],
-                noise_scale=header["noise_scale"],
+                epsilon=header_field(header, "epsilon", (int, float), owner),
+                neighbouring=header_field(header, "neighbouring", str, owner),
+                noise_scale=header_field(header, "noise_scale", (int, float), owner),
             )
-        except KeyError as error:
-            raise invalid(
-                "data", "ReleasedRACE.from_bytes", "a header with epsilon, neighbouring and noise_scale", str(error)
-            ) from None
+        except InvalidParameterError as error:
+            raise invalid("data", owner, "a consistent released sketch header", str(error)) from None
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ReleasedRACE):
@@ -498,38 +496,22 @@ def _check_compatible(first: _CounterArray, second: Any, kind: type) -> None:
 
 
 def _parse(data: Any, kind: int, owner: str) -> tuple[dict[str, Any], np.ndarray]:
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise invalid("data", owner, "bytes", type(data).__name__)
-    data = bytes(data)
-    if len(data) < _PREFIX.size:
-        raise invalid("data", owner, "a serialised privsum RACE sketch", f"{len(data)} bytes")
-    magic, version, stored_kind, header_length = _PREFIX.unpack_from(data)
-    if magic != _MAGIC:
-        raise invalid("data", owner, "a serialised privsum RACE sketch", f"magic {magic!r}")
-    if version != _FORMAT_VERSION:
-        raise invalid("data", owner, f"format version {_FORMAT_VERSION}", version)
-    if stored_kind != kind:
-        expected = "a raw RACE" if kind == _KIND_RAW else "a released RACE"
-        raise invalid("data", owner, f"the bytes of {expected} sketch", "the other kind")
+    header, counts = unpack(data, _ENVELOPE, kind, _KIND_NAMES[kind], "<i8", owner)
+    if counts.ndim != 2:
+        raise invalid("data", owner, "a 2-D counter array", f"shape {counts.shape}")
+    return header, counts.astype(np.int64)
+
+
+def _family_from_header(header: dict[str, Any], owner: str) -> LSHFamily:
     try:
-        header = json.loads(data[_PREFIX.size : _PREFIX.size + header_length].decode("utf-8"))
-        rows, width = (int(v) for v in header["shape"])
-    except (ValueError, KeyError, TypeError) as error:
-        raise invalid("data", owner, "a valid header", str(error)) from None
-    body = data[_PREFIX.size + header_length :]
-    if len(body) != rows * width * 8:
-        raise invalid("data", owner, f"{rows * width * 8} bytes of counters", len(body))
-    counts = np.frombuffer(body, dtype="<i8").astype(np.int64).reshape(rows, width)
-    return header, counts
-
-
-def _family_from_header(header: dict[str, Any]) -> LSHFamily:
-    family = family_from_spec(header.get("family"))
+        family = family_from_spec(header.get("family"))
+    except InvalidParameterError as error:
+        raise invalid("data", owner, "a valid hash family header", str(error)) from None
     if family.fingerprint() != header.get("fingerprint"):
         raise IncompatibleSketchError(
             "The stored hash functions differ from those this numpy version draws from the same seed; "
             "the sketch cannot be queried or merged here."
         )
     if [family.n_repetitions, family.n_buckets] != header.get("shape"):
-        raise invalid("data", "from_bytes", "a shape matching the family", header.get("shape"))
+        raise invalid("data", owner, "a shape matching the family", header.get("shape"))
     return family

@@ -18,9 +18,11 @@ chosen privately, then clipping: the fair central-DP comparison).
 from __future__ import annotations
 
 import math
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -31,15 +33,18 @@ from privsum._validation import (
     check_delta,
     check_epsilon,
     check_integer,
+    check_integer_array,
     check_probability,
     check_real,
     invalid,
 )
-from privsum.accounting import GuaranteeEvent, ParallelEvent, PrivacyGuarantee
+from privsum.accounting import GuaranteeEvent, ParallelEvent, PrivacyEvent, PrivacyGuarantee
+from privsum.exceptions import PrivacyLeakWarning
 from privsum.shuffle import EXECUTION_PATHS, MessageBatch, MessageHistogram, ShuffleProtocol
-from privsum.shuffle.noise import discrete_laplace_variance, sample_discrete_laplace
+from privsum.shuffle.noise import discrete_laplace_variance, sample_discrete_laplace, sample_negative_binomial
 from privsum.shuffle.sparse import SparseMessageHistogram
-from privsum.sums._common import check_user_count, randomized_round
+from privsum.shuffle.streaming import PartialView, is_chunk_stream
+from privsum.sums._common import check_has_users, randomized_round, warn_if_fewer
 from privsum.sums.clipped_shares import SparseMultiMessageSum
 from privsum.sums.correlated import CorrelatedNoiseSum
 
@@ -48,6 +53,7 @@ __all__ = [
     "CentralClippedSum",
     "ClippedSum",
     "ClippedSumResult",
+    "NoisySums",
     "PrivateCentralClippedSum",
     "choose_instance",
     "full_domain_correlated_sum",
@@ -149,20 +155,119 @@ def choose_instance(
     return min(candidates, key=lambda p: _noise_messages(p) + _data_messages(p))
 
 
-def _sample_outputs(protocol: InstanceProtocol, inputs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """The instance's analyzer output per column, sampled exactly in law without the messages.
+def noisy_total(protocol: InstanceProtocol, inputs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """What these users add to the instance's noisy integer total, per column (their own randomness only).
 
-    GKMPS21: every flooding multiset sums to zero and the per-user central shares total
-    ``DLap(a)``, so the output is ``scale * (sum of rounded inputs + DLap(a))``. BBGN20: the shares
-    of a user sum to its noisy input modulo ``q``, so the output is the decoded residue of
-    ``sum x + DLap(a)``.
+    GKMPS21: the users' (rounded) values plus their central-noise shares, ``sum_i (NB(1/n, a) -
+    NB'(1/n, a))`` drawn as one ``NB(m/n, a) - NB'(m/n, a)`` for ``m`` users (NB shares add up);
+    the flooding multisets sum to zero, so this is the sum of every message value the users
+    send. BBGN20: the users' values plus their noise shares ``eta_i``: the sum of their shares
+    before the reduction modulo ``q``. Totals of disjoint groups of users add up; with all
+    ``n_users`` users the noise is ``DLap(a)`` exactly.
     """
+    share = inputs.shape[0] / protocol.n_users
+    ratio = _noise_ratio(protocol)
+    columns = inputs.shape[1]
+    noise = sample_negative_binomial(rng, share, ratio, columns) - sample_negative_binomial(rng, share, ratio, columns)
+    values = protocol._rounded(inputs, rng) if isinstance(protocol, CorrelatedNoiseSum) else inputs
+    return values.sum(axis=0, dtype=np.int64) + noise.astype(np.int64)
+
+
+def decode_total(protocol: InstanceProtocol, totals: np.ndarray) -> np.ndarray:
+    """The instance's analyzer output from its noisy integer totals (`noisy_total` summed over every user).
+
+    Exactly the analyzer of the instance's message view: GKMPS21 returns ``scale`` times the sum
+    of the message values; BBGN20 decodes the residue of the shares' sum modulo ``q``.
+    """
+    totals = np.asarray(totals, dtype=np.int64)
     if isinstance(protocol, CorrelatedNoiseSum):
-        rounded = protocol._rounded(inputs, rng)
-        noise = sample_discrete_laplace(rng, protocol.central_ratio, rounded.shape[1])
-        return protocol.scale * (rounded.sum(axis=0) + noise)
-    noise = sample_discrete_laplace(rng, protocol.noise_ratio, inputs.shape[1])
-    return protocol.decode(np.mod(inputs.sum(axis=0) + noise, protocol.modulus))
+        return protocol.scale * totals.astype(float)
+    return protocol.decode(np.mod(totals, protocol.modulus))
+
+
+@dataclass(frozen=True, eq=False)
+class NoisySums:
+    """The fast path's view of the clipped sums: every summation instance's noisy integer total.
+
+    Each instance's analyzer output is a function of one integer, the sum of its message values
+    (GKMPS21) or of its shares before the reduction modulo ``q`` (BBGN20); `noisy_total` samples
+    what a group of users adds to it, with only their own randomness, so the totals of disjoint
+    groups (chunks of users) merge by ``+`` and equal in law the totals of the faithful messages.
+
+    Attributes:
+        totals: integer array, one entry per instance (its shape is the protocol's).
+
+    Examples:
+        >>> total = NoisySums(np.array([[3, -1]])) + NoisySums(np.array([[2, 5]]))
+        >>> total.totals.tolist()
+        [[5, 4]]
+    """
+
+    totals: np.ndarray
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "totals", check_integer_array(self.totals, "totals", "NoisySums", ndim=None))
+
+    def __add__(self, other: NoisySums) -> NoisySums:
+        if not isinstance(other, NoisySums):
+            return NotImplemented
+        if other.totals.shape != self.totals.shape:
+            raise invalid("other", "NoisySums.__add__", f"totals of shape {self.totals.shape}", other.totals.shape)
+        return NoisySums(self.totals + other.totals)
+
+
+def check_instance_participants(n_participants: int, n_users: int, instances: Any, owner: str) -> None:
+    """Warn when fewer than ``n_users`` take part; raise when more do and a BBGN20 instance's modulus is sized for ``n_users``."""
+    if n_participants > n_users and any(isinstance(p, SparseMultiMessageSum) for p in instances):
+        raise invalid(
+            "x", owner, f"at most n_users={n_users} users (the BBGN20 instances' moduli are sized for them)", f"{n_participants}"
+        )
+    warn_if_fewer(n_participants, n_users, owner)
+
+
+def check_participant_count(n_participants: int, n_users: int, instances: Any, owner: str) -> int:
+    """Validate ``n_participants`` for `event_for_participants`: at most ``n_users`` when a BBGN20 instance is present."""
+    has_shares = any(isinstance(p, SparseMultiMessageSum) for p in instances)
+    return check_integer(n_participants, "n_participants", owner, low=1, high=n_users if has_shares else math.inf)
+
+
+def parallel_event_or_none(events: tuple[PrivacyEvent, ...], parts_per_user: int) -> PrivacyEvent:
+    """``ParallelEvent(events, parts_per_user)``, or no guarantee (``epsilon = inf``) where its delta would reach 1."""
+    worst_delta = max(e.guarantee.delta for e in events)
+    if not parts_per_user * worst_delta < 1.0:
+        return GuaranteeEvent(PrivacyGuarantee(math.inf, 1 - 1e-16, events[0].neighbouring))
+    return ParallelEvent(events, parts_per_user=parts_per_user)
+
+
+def instance_views(
+    pairs: Any, rng: np.random.Generator, path: str, n_instances: int, place: Callable[[int, np.ndarray], np.ndarray]
+) -> SparseMessageHistogram:
+    """One sparse view of several instances' message views (``pairs``: protocol and its inputs, in order).
+
+    Each instance's `partial_view` (no participant check) is taken on ``path``; ``place(i,
+    local_ids)`` maps instance ``i``'s local instance ids to ids of the whole view.
+    """
+    parts = []
+    for index, (protocol, inputs) in enumerate(pairs):
+        view = protocol.partial_view(inputs, rng=rng, path=path).histogram
+        if isinstance(view, MessageHistogram):
+            local, positions = np.nonzero(view.counts)
+            parts.append((place(index, local), np.asarray(view.alphabet)[positions], view.counts[local, positions]))
+        else:
+            parts.append((place(index, view.instances), view.values, view.counts))
+    return SparseMessageHistogram.from_pairs(
+        np.concatenate([p[0] for p in parts]),
+        np.concatenate([p[1] for p in parts]),
+        np.concatenate([p[2] for p in parts]),
+        n_instances,
+    )
+
+
+def instance_messages(pairs: Any, rng: np.random.Generator) -> list[MessageBatch]:
+    """Every instance's messages (``pairs``: protocol and its inputs), the participants checked by the caller."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)  # checked once, by the composite protocol
+        return [protocol.randomize(inputs, rng=rng) for protocol, inputs in pairs]
 
 
 # --------------------------------------------------------------------------- the one-round clipped sum
@@ -208,8 +313,15 @@ class ClippedSum(ShuffleProtocol):
     protocol; the estimate is in input units. Extra error: at most ``resolution`` per user,
     ``resolution sqrt(n)/2`` standard deviation at worst.
 
+    **Streaming.** `run` also takes users in chunks (`run_streamed`, `privsum.distributed.run`),
+    memory bounded by one chunk: each chunk's `partial_view` holds only its users' randomness
+    (the ``"fast"`` path: their `NoisySums`, every instance's noisy integer total with per-user
+    ``NB(1/n, a)`` noise shares; ``"faithful"``: the sparse view of their messages), the views
+    add up and the analyzer runs once. The result has the law of one run over all users.
+
     Args:
-        n_users: users the instances are calibrated for; inputs must have exactly this many rows.
+        n_users: users the instances are calibrated for (fewer warn; more are accepted unless an
+            instance is BBGN20, whose modulus is sized for ``n_users``: see Privacy).
         domain: ``U``, a power of two.
         instances: ``log2 U + 1`` instance protocols, instance ``j`` with domain ``2^j`` and ``n_users``.
         failure_probability: ``beta``: the chance that ``tau`` overshoots (sets the thresholds).
@@ -226,6 +338,13 @@ class ClippedSum(ShuffleProtocol):
         `CorrelatedNoiseSum` (analytic: GKMPS21's claim with SPEC 3.2's constants) and
         `SparseMultiMessageSum` (epsilon exact from the noise; delta from BBGN20's share theorem,
         not verified here). The analyzer (thresholds, ``tau``) is post-processing.
+
+        Participation: every user sends ``1/n_users`` of each instance's noise. **Fewer**
+        participants leave less: `run`, `randomize` and `sample_view` (and a streamed run, once)
+        warn with `PrivacyLeakWarning`, and `event_for_participants` composes the instances' own
+        `event_for_participants` as the headline is composed. **More** are accepted when every
+        instance is GKMPS21 (the extra noise only adds; the threshold rule's ``beta`` then holds
+        for ``n_users`` only, as the noise grows) and raise otherwise (BBGN20's modulus).
 
     Utility:
         Each ``S_j`` is unbiased with error ``O(2^j / epsilon)``; with probability ``1 - beta``
@@ -246,6 +365,8 @@ class ClippedSum(ShuffleProtocol):
         >>> guarantee.epsilon <= 1.0, round(guarantee.epsilon, 6), guarantee.delta <= 1e-6, guarantee.neighbouring.value
         (True, 1.0, True, 'replace-one')
     """
+
+    streams_chunks: ClassVar[bool] = True
 
     n_users: int
     domain: int
@@ -400,7 +521,7 @@ class ClippedSum(ShuffleProtocol):
         else:
             array = check_array(x, "x", owner, ndim=(1, 2), low=0.0, high=self.domain * self.resolution).astype(float)
             array = np.floor(array / self.resolution).astype(np.int64)  # for message counting only
-        check_user_count(array, self.n_users, owner)
+        check_has_users(array, owner)
         return array.reshape(array.shape[0], -1)
 
     def _inputs(self, x: Any, rng: np.random.Generator) -> np.ndarray:
@@ -409,7 +530,7 @@ class ClippedSum(ShuffleProtocol):
         if self.resolution is None:
             return self._integer_view(x)
         array = check_array(x, "x", owner, ndim=(1, 2), low=0.0, high=self.domain * self.resolution).astype(float)
-        check_user_count(array, self.n_users, owner)
+        check_has_users(array, owner)
         rounded = randomized_round(array / self.resolution, rng)
         return np.minimum(rounded, self.domain).reshape(array.shape[0], -1)  # x/res <= U, so the cap never binds
 
@@ -417,37 +538,81 @@ class ClippedSum(ShuffleProtocol):
         sub = sub_domain_index(values)
         return [np.where(sub == j, values, 0) for j in range(self.n_sub_domains)]
 
+    # ----------------------------------------------------------------- participation
+    def check_participants(self, n_participants: int) -> None:
+        """Warn with `PrivacyLeakWarning` when fewer than ``n_users`` take part; raise when more do and an instance is BBGN20."""
+        check_instance_participants(n_participants, self.n_users, self.instances, type(self).__name__)
+
+    def event_for_participants(self, n_participants: int) -> PrivacyEvent:
+        """The guarantee achieved when ``n_participants`` users take part (`event` for ``n_users``, or more without BBGN20).
+
+        Fewer: every instance's own `event_for_participants` (the noise its participants actually
+        send), composed as the headline is: ``ParallelEvent(..., parts_per_user=2)``. Where that
+        composition's delta would reach 1, no guarantee (``epsilon = inf``).
+
+        Raises:
+            InvalidParameterError: more than ``n_users`` participants with a BBGN20 instance.
+        """
+        owner = type(self).__name__
+        n_participants = check_participant_count(n_participants, self.n_users, self.instances, owner)
+        if n_participants >= self.n_users:
+            return self.event
+        events = tuple(p.event_for_participants(n_participants) for p in self.instances)
+        return parallel_event_or_none(events, parts_per_user=2)
+
+    # ----------------------------------------------------------------- roles (values validated, participants not checked)
+    def _pairs(self, values: np.ndarray) -> list[tuple[InstanceProtocol, np.ndarray]]:
+        return list(zip(self.instances, self._columns(values), strict=True))
+
+    def messages_of(self, values: np.ndarray, rng: np.random.Generator) -> MessageBatch:
+        """Messages of validated integer inputs ``(n, k)``, with no participant check (for composite protocols)."""
+        batches = instance_messages(self._pairs(values), rng)
+        n_instances = values.shape[1] * self.n_sub_domains
+        return MessageBatch(
+            np.concatenate([b.instances * self.n_sub_domains + j for j, b in enumerate(batches)]),
+            np.concatenate([b.values for b in batches]),
+            n_instances=n_instances,
+        )
+
+    def message_view_of(self, values: np.ndarray, rng: np.random.Generator, path: str) -> SparseMessageHistogram:
+        """The sparse message view of validated integer inputs, each instance's view on ``path``; no participant check."""
+        width = self.n_sub_domains
+        return instance_views(self._pairs(values), rng, path, values.shape[1] * width, lambda j, local: local * width + j)
+
+    def noisy_sums_of(self, values: np.ndarray, rng: np.random.Generator) -> NoisySums:
+        """Every (column, sub-domain) instance's `noisy_total` for validated integer inputs: shape ``(k, log2 U + 1)``."""
+        return NoisySums(np.stack([noisy_total(p, c, rng) for p, c in self._pairs(values)], axis=1))
+
+    def partial_of(self, values: np.ndarray, rng: np.random.Generator, path: str) -> PartialView:
+        """`partial_view` of validated integer inputs (``"fast"``: `NoisySums`; ``"faithful"``: the message view)."""
+        view = self.message_view_of(values, rng, "faithful") if path == "faithful" else self.noisy_sums_of(values, rng)
+        return PartialView(view, values.shape[0])
+
     # ----------------------------------------------------------------- roles
     def randomize(self, x: Any, *, rng: RNGLike = None) -> MessageBatch:
         """Every user's messages for every (column, sub-domain) instance, tagged ``column (log2 U + 1) + j``."""
         generator = as_generator(rng, type(self).__name__)
         values = self._inputs(x, generator)
-        instance_parts, value_parts = [], []
-        for j, (protocol, column) in enumerate(zip(self.instances, self._columns(values), strict=True)):
-            batch = protocol.randomize(column, rng=generator)
-            instance_parts.append(batch.instances * self.n_sub_domains + j)
-            value_parts.append(batch.values)
-        n_instances = values.shape[1] * self.n_sub_domains
-        return MessageBatch(np.concatenate(instance_parts), np.concatenate(value_parts), n_instances=n_instances)
+        self.check_participants(values.shape[0])
+        return self.messages_of(values, generator)
 
     def sample_view(self, x: Any, *, rng: RNGLike = None) -> SparseMessageHistogram:  # type: ignore[override]
         """The view assembled from every instance's own fast view (GKMPS21: NB totals; BBGN20: counted shares)."""
         generator = as_generator(rng, type(self).__name__)
         values = self._inputs(x, generator)
-        parts = []
-        for j, (protocol, column) in enumerate(zip(self.instances, self._columns(values), strict=True)):
-            view = protocol.sample_view(column, rng=generator)
-            if isinstance(view, MessageHistogram):
-                local, positions = np.nonzero(view.counts)
-                parts.append((local, np.asarray(view.alphabet)[positions], view.counts[local, positions], j))
-            else:
-                parts.append((view.instances, view.values, view.counts, j))
-        return SparseMessageHistogram.from_pairs(
-            np.concatenate([local * self.n_sub_domains + j for local, _, _, j in parts]),
-            np.concatenate([v for _, v, _, _ in parts]),
-            np.concatenate([c for _, _, c, _ in parts]),
-            values.shape[1] * self.n_sub_domains,
-        )
+        self.check_participants(values.shape[0])
+        return self.message_view_of(values, generator, "fast")
+
+    def partial_view(self, chunk: Any, *, rng: RNGLike = None, path: str = "fast") -> PartialView:
+        """One chunk of users' share of the view, with only their own randomness (no participant check).
+
+        ``"fast"``: their `NoisySums` (per-user noise shares, no message); ``"faithful"``: the
+        sparse view of their messages. Either adds up over chunks; `analyze` takes the sum.
+        """
+        owner = type(self).__name__
+        path = check_choice(path, "path", owner, EXECUTION_PATHS)
+        generator = as_generator(rng, owner)
+        return self.partial_of(self._inputs(chunk, generator), generator, path)
 
     def view(self, messages: SparseMessageHistogram | MessageBatch) -> SparseMessageHistogram:  # type: ignore[override]
         """The sparse view of a batch, checked: every value must be one its instance can send."""
@@ -469,8 +634,12 @@ class ClippedSum(ShuffleProtocol):
                 raise invalid("view", owner, f"values its instance {j} can send", int(values[bad][0]))
         return messages
 
-    def sub_domain_estimates(self, view: SparseMessageHistogram | MessageBatch) -> np.ndarray:
+    def sub_domain_estimates(self, view: SparseMessageHistogram | MessageBatch | NoisySums) -> np.ndarray:
         """``S_j`` per column and sub-domain, each by its own instance's analyzer: shape ``(k, log2 U + 1)``."""
+        if isinstance(view, NoisySums):
+            if view.totals.ndim != 2 or view.totals.shape[1] != self.n_sub_domains:
+                raise invalid("view", type(self).__name__, f"NoisySums of shape (k, {self.n_sub_domains})", view.totals.shape)
+            return np.stack([decode_total(p, view.totals[:, j]) for j, p in enumerate(self.instances)], axis=1)
         sparse = self.view(view)
         n_columns = sparse.n_instances // self.n_sub_domains
         sub = sparse.instances % self.n_sub_domains
@@ -503,35 +672,44 @@ class ClippedSum(ShuffleProtocol):
             clipping_threshold=2**clipping_index,
         )
 
-    def analyze_details(self, view: SparseMessageHistogram | MessageBatch) -> ClippedSumResult:
+    def analyze_details(self, view: SparseMessageHistogram | MessageBatch | NoisySums) -> ClippedSumResult:
         """Everything the analyzer computes (estimates, thresholds passed, ``j*``, ``tau``)."""
         return self.combine(self.sub_domain_estimates(view))
 
-    def analyze(self, view: SparseMessageHistogram | MessageBatch) -> np.ndarray:  # type: ignore[override]
+    def analyze(self, view: SparseMessageHistogram | MessageBatch | NoisySums) -> np.ndarray:  # type: ignore[override]
         """The clipped-sum estimate per column, shape ``(k,)``."""
         return self.analyze_details(view).estimate
 
     def sample_sub_domain_estimates(self, x: Any, *, rng: RNGLike = None) -> np.ndarray:
-        """The analyzer's ``S_j`` sampled exactly in law without materialising any message (the fast path)."""
+        """The analyzer's ``S_j`` sampled exactly in law without materialising any message (the fast path).
+
+        Each instance's output is decoded from its noisy integer total (`NoisySums`); with all
+        ``n_users`` users its noise is ``DLap(a)``, with ``m`` users ``NB(m/n, a) - NB(m/n, a)``,
+        as in the faithful messages. Participants are checked (`check_participants`).
+        """
         generator = as_generator(rng, type(self).__name__)
         values = self._inputs(x, generator)
-        columns = self._columns(values)
-        return np.stack([_sample_outputs(p, c, generator) for p, c in zip(self.instances, columns, strict=True)], axis=1)
+        self.check_participants(values.shape[0])
+        return self.sub_domain_estimates(self.noisy_sums_of(values, generator))
 
     def run(self, x: Any, *, rng: RNGLike = None, path: str = "fast") -> np.ndarray:
         """Run the protocol.
 
         Args:
-            x: the users' inputs, ``(n_users,)`` or ``(n_users, k)``.
+            x: the users' inputs, ``(n_users,)`` or ``(n_users, k)``; or chunks of users (an
+                iterator of arrays, a `~privsum.shuffle.streaming.UserChunks` or a Dask array),
+                streamed with memory bounded by one chunk (`run_streamed`).
             rng: randomness for the randomizers and the shuffler.
             path: ``"faithful"`` materialises, shuffles and analyses every message; ``"fast"``
-                samples each instance's analyzer output directly (`sample_sub_domain_estimates`),
-                exact in law (tested against the faithful path), then applies the same threshold
-                rule. `sample_view` gives the full message view when it is wanted.
+                samples each instance's noisy integer total directly (`NoisySums`), exact in law
+                (tested against the faithful path), then applies the same threshold rule.
+                `sample_view` gives the full message view when it is wanted.
         """
         owner = type(self).__name__
         path = check_choice(path, "path", owner, EXECUTION_PATHS)
         generator = as_generator(rng, owner)
+        if is_chunk_stream(x):
+            return self.run_streamed(x, rng=generator, path=path)
         if path == "faithful":
             return super().run(x, rng=generator, path="faithful")
         return self.combine(self.sample_sub_domain_estimates(x, rng=generator)).estimate

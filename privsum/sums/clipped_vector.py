@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -45,18 +45,26 @@ from privsum.accounting import (
 from privsum.lsq.hadamard import RandomizedHadamard, next_power_of_two
 from privsum.shuffle import EXECUTION_PATHS, MessageBatch, MessageHistogram, ShuffleProtocol
 from privsum.shuffle.sparse import SparseMessageHistogram
-from privsum.sums._common import check_user_count, randomized_round
+from privsum.shuffle.streaming import PartialView, is_chunk_stream
+from privsum.sums._common import check_has_users, randomized_round
 from privsum.sums.clipped import (
     INSTANCE_METHODS,
     ClippedSum,
     InstanceProtocol,
+    NoisySums,
     _data_messages,
     _noise_messages,
     _noise_ratio,
-    _sample_outputs,
     _scale,
     _wrap_probability,
+    check_instance_participants,
+    check_participant_count,
     choose_instance,
+    decode_total,
+    instance_messages,
+    instance_views,
+    noisy_total,
+    parallel_event_or_none,
     sub_domain_index,
     upper_tail_threshold,
 )
@@ -70,6 +78,7 @@ __all__ = [
     "ClippedVectorSum",
     "CompositionEvent",
     "SparseVectorAggregation",
+    "compose_like_budget",
     "per_mechanism_budget",
 ]
 
@@ -166,6 +175,46 @@ def per_mechanism_budget(
     return _advanced_budget(epsilon, delta, count) if composition == "advanced" else _tight_budget(epsilon, delta, count)
 
 
+def compose_like_budget(
+    per_mechanism: PrivacyGuarantee, count: int, calibrated: PrivacyGuarantee, budget_delta: float, composition: str
+) -> PrivacyGuarantee:
+    """``count`` mechanisms, each ``per_mechanism``-DP, composed as `per_mechanism_budget` composed the calibrated ones.
+
+    ``calibrated`` is one mechanism's guarantee as calibrated and ``budget_delta`` the composed
+    delta the budget spent; the slack ``budget_delta - count * calibrated.delta`` (advanced
+    composition's ``delta'``, or the share of delta the numerical composition keeps) is kept, and
+    the composed delta is ``count * per_mechanism.delta + slack``. ``"advanced"``: the better of
+    basic and advanced composition at that slack; ``"tight"``: the numerical composition of the
+    worst ``per_mechanism``-DP pair's PLD (and basic composition, the better). One mechanism
+    (``count = 1``) is ``per_mechanism`` itself. No guarantee (``epsilon = inf``) where the delta
+    would reach 1.
+
+    Examples:
+        >>> e0, d0, headline = per_mechanism_budget(1.0, 1e-6, 64, "advanced")
+        >>> same = compose_like_budget(PrivacyGuarantee(e0, d0), 64, PrivacyGuarantee(e0, d0), headline.delta, "advanced")
+        >>> bool(abs(same.epsilon - headline.epsilon) < 1e-12), bool(abs(same.delta - headline.delta) < 1e-18)
+        (True, True)
+        >>> worse = compose_like_budget(PrivacyGuarantee(2 * e0, d0), 64, PrivacyGuarantee(e0, d0), headline.delta, "advanced")
+        >>> worse.epsilon > headline.epsilon
+        True
+    """
+    owner = "compose_like_budget"
+    count = check_integer(count, "count", owner, low=1)
+    composition = check_choice(composition, "composition", owner, COMPOSITIONS)
+    if count == 1:
+        return per_mechanism
+    slack = max(0.0, budget_delta - count * calibrated.delta)
+    delta = count * per_mechanism.delta + slack
+    if not (math.isfinite(per_mechanism.epsilon) and delta < 1.0):
+        return PrivacyGuarantee(math.inf, min(delta, 1 - 1e-16), per_mechanism.neighbouring)
+    epsilon = count * per_mechanism.epsilon
+    if composition == "advanced" and slack > 0:
+        epsilon = min(epsilon, advanced_composition_epsilon(per_mechanism.epsilon, count, slack))
+    elif composition == "tight":
+        epsilon = min(epsilon, PLDPair.from_guarantee(per_mechanism).self_compose(count).epsilon(delta))
+    return PrivacyGuarantee(epsilon, delta, per_mechanism.neighbouring)
+
+
 # --------------------------------------------------------------------------- high-dimensional clipped sum
 @dataclass(frozen=True, kw_only=True)
 class ClippedVectorSum(ShuffleProtocol):
@@ -177,8 +226,12 @@ class ClippedVectorSum(ShuffleProtocol):
     ``d'`` coordinates to ``2 d'`` columns of the one-round clipped sum ``coordinate``. The
     analyzer takes positive minus negative estimates, times ``R/U``, and rotates back.
 
+    Users may come in chunks (`run` on a stream, `run_streamed`, `privsum.distributed.run`):
+    each chunk's `partial_view` is `ClippedSum.partial_view` of its rotated columns, so memory is
+    bounded by one chunk and the law is that of one run.
+
     Args:
-        n_users: number of users.
+        n_users: number of users (fewer warn; more as in `ClippedSum`).
         dimension: ``d``.
         radius: ``R``: inputs must have ``||x_i||_2 <= R`` (larger raises).
         coordinate: the `ClippedSum` run on every (coordinate, sign), domain ``U``.
@@ -192,6 +245,8 @@ class ClippedVectorSum(ShuffleProtocol):
         one sub-domain of one sign) and a change touches at most two of them, so a coordinate costs
         what one `ClippedSum` costs; a user's change touches every coordinate, composed over ``d'``
         by advanced composition or numerically (`per_mechanism_budget`). The rotation is public.
+        Fewer participants than ``n_users``: a warning, and `event_for_participants` composes the
+        coordinate's achieved guarantee over ``d'`` as the headline was (`compose_like_budget`).
 
     Utility:
         Per rotated coordinate the 1-D clipped sum error ``O(tau_k log(log U / beta) / epsilon0)``
@@ -209,6 +264,8 @@ class ClippedVectorSum(ShuffleProtocol):
         >>> estimate.shape, bool(np.linalg.norm(estimate - x.sum(axis=0)) < 40)
         ((6,), True)
     """
+
+    streams_chunks: ClassVar[bool] = True
 
     n_users: int
     dimension: int
@@ -325,7 +382,7 @@ class ClippedVectorSum(ShuffleProtocol):
         array = check_array(x, "x", owner, ndim=2).astype(float)
         if array.shape[1] != self.dimension:
             raise invalid("x", owner, f"an array with {self.dimension} columns", f"shape {array.shape}")
-        check_user_count(array, self.n_users, owner)
+        check_has_users(array, owner)
         norms = np.linalg.norm(array, axis=1)
         if norms.size and not norms.max() <= self.radius * (1 + 1e-12):
             raise invalid("x", owner, f"rows with l2 norm at most radius={self.radius}", f"a row of norm {norms.max()!r}")
@@ -338,30 +395,68 @@ class ClippedVectorSum(ShuffleProtocol):
         rotated = self.step * (column_estimates[:d] - column_estimates[d:])
         return self.rotation.unrotate(rotated[None, :])[0]
 
+    # ----------------------------------------------------------------- participation
+    def check_participants(self, n_participants: int) -> None:
+        """As `ClippedSum.check_participants` (the coordinate sums' instances decide)."""
+        check_instance_participants(n_participants, self.n_users, self.coordinate.instances, type(self).__name__)
+
+    def event_for_participants(self, n_participants: int) -> PrivacyEvent:
+        """The guarantee achieved when ``n_participants`` users take part (`event` for ``n_users``, or more without BBGN20).
+
+        Fewer: one coordinate's `ClippedSum.event_for_participants`, composed over ``d'``
+        coordinates as the headline was (`compose_like_budget`: the same composition and slack).
+
+        Raises:
+            InvalidParameterError: more than ``n_users`` participants with a BBGN20 instance.
+        """
+        owner = type(self).__name__
+        n_participants = check_participant_count(n_participants, self.n_users, self.coordinate.instances, owner)
+        if n_participants >= self.n_users:
+            return self.event
+        per_coordinate = self.coordinate.event_for_participants(n_participants).guarantee
+        count = self.padded_dimension
+        headline = compose_like_budget(per_coordinate, count, self.coordinate.guarantee, self.headline.delta, self.composition)
+        return CompositionEvent(GuaranteeEvent(per_coordinate), count, headline)
+
+    # ----------------------------------------------------------------- roles
     def randomize(self, x: Any, *, rng: RNGLike = None) -> MessageBatch:
         generator = as_generator(rng, type(self).__name__)
-        return self.coordinate.randomize(self._signed_columns(x, generator), rng=generator)
+        columns = self._signed_columns(x, generator)
+        self.check_participants(columns.shape[0])
+        return self.coordinate.messages_of(columns, generator)
 
     def sample_view(self, x: Any, *, rng: RNGLike = None) -> SparseMessageHistogram:  # type: ignore[override]
         generator = as_generator(rng, type(self).__name__)
-        return self.coordinate.sample_view(self._signed_columns(x, generator), rng=generator)
+        columns = self._signed_columns(x, generator)
+        self.check_participants(columns.shape[0])
+        return self.coordinate.message_view_of(columns, generator, "fast")
+
+    def partial_view(self, chunk: Any, *, rng: RNGLike = None, path: str = "fast") -> PartialView:
+        """One chunk of users' share of the view (as `ClippedSum.partial_view`, on their rotated, rounded columns)."""
+        owner = type(self).__name__
+        path = check_choice(path, "path", owner, EXECUTION_PATHS)
+        generator = as_generator(rng, owner)
+        return self.coordinate.partial_of(self._signed_columns(chunk, generator), generator, path)
 
     def view(self, messages: SparseMessageHistogram | MessageBatch) -> SparseMessageHistogram:  # type: ignore[override]
         return self.coordinate.view(messages)
 
-    def analyze(self, view: SparseMessageHistogram | MessageBatch) -> np.ndarray:  # type: ignore[override]
+    def analyze(self, view: SparseMessageHistogram | MessageBatch | NoisySums) -> np.ndarray:  # type: ignore[override]
         """The estimated sum of the vectors, shape ``(d,)``."""
         return self._decode(self.coordinate.analyze(view))
 
     def run(self, x: Any, *, rng: RNGLike = None, path: str = "fast") -> np.ndarray:
-        """As `ClippedSum.run`: ``"fast"`` samples the instances' outputs exactly in law."""
+        """As `ClippedSum.run`: ``"fast"`` samples the instances' noisy totals exactly in law; chunks of users stream."""
         owner = type(self).__name__
         path = check_choice(path, "path", owner, EXECUTION_PATHS)
         generator = as_generator(rng, owner)
+        if is_chunk_stream(x):
+            return self.run_streamed(x, rng=generator, path=path)
         if path == "faithful":
             return super().run(x, rng=generator, path="faithful")
         columns = self._signed_columns(x, generator)
-        return self._decode(self.coordinate.run(columns, rng=generator))
+        self.check_participants(columns.shape[0])
+        return self.analyze(self.coordinate.noisy_sums_of(columns, generator))
 
 
 # --------------------------------------------------------------------------- sparse vector aggregation
@@ -379,8 +474,11 @@ class SparseVectorAggregation(ShuffleProtocol):
     bound at ``beta/(L+1)`` (a level is kept only if it holds at least as many users as the noise
     it adds to a coordinate; the paper's exact rule was lost in extraction).
 
+    Users may come in chunks (`run` on a stream, `run_streamed`, `privsum.distributed.run`),
+    memory bounded by one chunk, as in `ClippedSum`.
+
     Args:
-        n_users: number of users.
+        n_users: number of users (fewer warn; more as in `ClippedSum`).
         dimension: ``d``.
         count: the count protocol, ``L + 1`` instances of domain 1.
         levels: per level ``j``, the coordinate-count protocol (domain 1, ``d`` instances).
@@ -395,7 +493,8 @@ class SparseVectorAggregation(ShuffleProtocol):
         moves a user between at most two levels (or, within one level, touches at most
         ``2^{j+1}`` coordinates: two blocks of ``2^j``), so the headline is twice a level's
         (count + coordinate block) guarantee: `from_privacy` gives each level ``(epsilon/2,
-        delta/2)``. Instance guarantees as in `ClippedSum`.
+        delta/2)``. Instance guarantees as in `ClippedSum`. Fewer participants than ``n_users``:
+        a warning, and `event_for_participants` recomposes the instances' achieved guarantees.
 
     Utility:
         ``l_inf`` error ``O(tau log(d log d / beta) / epsilon)``-type with ``tau`` the sparsity
@@ -410,6 +509,8 @@ class SparseVectorAggregation(ShuffleProtocol):
         >>> bool(np.abs(estimate - x.sum(axis=0)).max() < 200)
         True
     """
+
+    streams_chunks: ClassVar[bool] = True
 
     n_users: int
     dimension: int
@@ -554,7 +655,7 @@ class SparseVectorAggregation(ShuffleProtocol):
         array = check_array(x, "x", owner, ndim=2, low=0, high=1, integer=True).astype(np.int64)
         if array.shape[1] != self.dimension:
             raise invalid("x", owner, f"an array with {self.dimension} columns", f"shape {array.shape}")
-        check_user_count(array, self.n_users, owner)
+        check_has_users(array, owner)
         return array
 
     def _columns(self, values: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -565,18 +666,84 @@ class SparseVectorAggregation(ShuffleProtocol):
     def _offsets(self) -> list[int]:
         return [self.n_levels + j * self.dimension for j in range(self.n_levels)]
 
-    def randomize(self, x: Any, *, rng: RNGLike = None) -> MessageBatch:
-        generator = as_generator(rng, type(self).__name__)
-        counts, columns = self._columns(self._inputs(x))
-        batches = [self.count.randomize(counts, rng=generator)]
-        batches += [p.randomize(c, rng=generator) for p, c in zip(self.levels, columns, strict=True)]
+    # ----------------------------------------------------------------- participation
+    @property
+    def _instances(self) -> tuple[InstanceProtocol, ...]:
+        return (self.count, *self.levels)
+
+    def check_participants(self, n_participants: int) -> None:
+        """As `ClippedSum.check_participants`: warn when fewer; raise when more and an instance is BBGN20."""
+        check_instance_participants(n_participants, self.n_users, self._instances, type(self).__name__)
+
+    def event_for_participants(self, n_participants: int) -> PrivacyEvent:
+        """The guarantee achieved when ``n_participants`` users take part (`event` for ``n_users``, or more without BBGN20).
+
+        Fewer: composed as `from_privacy` composed the headline, from the instances' own
+        `event_for_participants`: per level, the count's guarantee plus (basic composition) the
+        level's coordinate guarantee composed over ``min(2^j, d)`` coordinates with the headline's
+        slack (`compose_like_budget`); the levels in parallel, two per change. No guarantee
+        (``epsilon = inf``) where a delta would reach 1.
+
+        Raises:
+            InvalidParameterError: more than ``n_users`` participants with a BBGN20 instance.
+        """
+        owner = type(self).__name__
+        n_participants = check_participant_count(n_participants, self.n_users, self._instances, owner)
+        if n_participants >= self.n_users:
+            return self.event
+        count = self.count.event_for_participants(n_participants).guarantee
+        block_delta = self.headline.delta / 2 - self.count.guarantee.delta  # each level's coordinate budget
+        level_events = []
+        for j, protocol in enumerate(self.levels):
+            achieved = protocol.event_for_participants(n_participants).guarantee
+            touched = min(2**j, self.dimension)
+            block = compose_like_budget(achieved, touched, protocol.guarantee, block_delta, self.composition)
+            level_events.append(GuaranteeEvent(_basic_or_none(count, block)))
+        return GuaranteeEvent(parallel_event_or_none(tuple(level_events), parts_per_user=2).guarantee)
+
+    # ----------------------------------------------------------------- roles
+    def _pairs(self, values: np.ndarray) -> list[tuple[InstanceProtocol, np.ndarray]]:
+        counts, columns = self._columns(values)
+        return [(self.count, counts), *zip(self.levels, columns, strict=True)]
+
+    @property
+    def _n_instances(self) -> int:
+        return self.n_levels * (self.dimension + 1)
+
+    def _messages_of(self, values: np.ndarray, rng: np.random.Generator) -> MessageBatch:
+        batches = instance_messages(self._pairs(values), rng)
         offsets = [0, *self._offsets()]
-        n_instances = self.n_levels * (self.dimension + 1)
         return MessageBatch(
             np.concatenate([b.instances + o for b, o in zip(batches, offsets, strict=True)]),
             np.concatenate([b.values for b in batches]),
-            n_instances=n_instances,
+            n_instances=self._n_instances,
         )
+
+    def _noisy_sums_of(self, values: np.ndarray, rng: np.random.Generator) -> NoisySums:
+        """`NoisySums` of shape ``(L + 1, 1 + d)``: column 0 the level counts, then the coordinate counts per level."""
+        pairs = self._pairs(values)
+        level_counts = noisy_total(*pairs[0], rng)
+        coordinates = np.stack([noisy_total(p, c, rng) for p, c in pairs[1:]])
+        return NoisySums(np.concatenate([level_counts[:, None], coordinates], axis=1))
+
+    def randomize(self, x: Any, *, rng: RNGLike = None) -> MessageBatch:
+        generator = as_generator(rng, type(self).__name__)
+        values = self._inputs(x)
+        self.check_participants(values.shape[0])
+        return self._messages_of(values, generator)
+
+    def partial_view(self, chunk: Any, *, rng: RNGLike = None, path: str = "fast") -> PartialView:
+        """One chunk of users' share of the view: ``"fast"``, their `NoisySums`; ``"faithful"``, their messages' sparse view."""
+        owner = type(self).__name__
+        path = check_choice(path, "path", owner, EXECUTION_PATHS)
+        generator = as_generator(rng, owner)
+        values = self._inputs(chunk)
+        if path == "faithful":
+            offsets = [0, *self._offsets()]
+            view = instance_views(self._pairs(values), generator, path, self._n_instances, lambda i, local: local + offsets[i])
+        else:
+            view = self._noisy_sums_of(values, generator)
+        return PartialView(view, values.shape[0])
 
     def view(self, messages: SparseMessageHistogram | MessageBatch) -> SparseMessageHistogram:  # type: ignore[override]
         owner = type(self).__name__
@@ -611,8 +778,16 @@ class SparseVectorAggregation(ShuffleProtocol):
         last = int(np.flatnonzero(passed)[-1]) if passed.any() else 0
         return np.asarray(coordinate_counts)[: last + 1].sum(axis=0), last
 
-    def analyze(self, view: SparseMessageHistogram | MessageBatch) -> np.ndarray:  # type: ignore[override]
+    def analyze(self, view: SparseMessageHistogram | MessageBatch | NoisySums) -> np.ndarray:  # type: ignore[override]
         """Estimated per-coordinate counts, shape ``(d,)``."""
+        if isinstance(view, NoisySums):
+            if view.totals.shape != (self.n_levels, 1 + self.dimension):
+                raise invalid(
+                    "view", type(self).__name__, f"NoisySums of shape ({self.n_levels}, {1 + self.dimension})", view.totals.shape
+                )
+            level_counts = decode_total(self.count, view.totals[:, 0])
+            coordinate_counts = np.stack([decode_total(p, view.totals[j, 1:]) for j, p in enumerate(self.levels)])
+            return self.combine(level_counts, coordinate_counts)[0]
         sparse = self.view(view)
         level_counts = self._part(sparse, self.count, 0, self.n_levels)
         coordinate_counts = np.stack(
@@ -621,16 +796,24 @@ class SparseVectorAggregation(ShuffleProtocol):
         return self.combine(level_counts, coordinate_counts)[0]
 
     def run(self, x: Any, *, rng: RNGLike = None, path: str = "fast") -> np.ndarray:
-        """As `ClippedSum.run`: ``"fast"`` samples every instance's output exactly in law."""
+        """As `ClippedSum.run`: ``"fast"`` samples every instance's noisy total exactly in law; chunks of users stream."""
         owner = type(self).__name__
         path = check_choice(path, "path", owner, EXECUTION_PATHS)
         generator = as_generator(rng, owner)
+        if is_chunk_stream(x):
+            return self.run_streamed(x, rng=generator, path=path)
         if path == "faithful":
             return super().run(x, rng=generator, path="faithful")
-        counts, columns = self._columns(self._inputs(x))
-        level_counts = _sample_outputs(self.count, counts, generator)
-        coordinate_counts = np.stack([_sample_outputs(p, c, generator) for p, c in zip(self.levels, columns, strict=True)])
-        return self.combine(level_counts, coordinate_counts)[0]
+        values = self._inputs(x)
+        self.check_participants(values.shape[0])
+        return self.analyze(self._noisy_sums_of(values, generator))
+
+
+def _basic_or_none(first: PrivacyGuarantee, second: PrivacyGuarantee) -> PrivacyGuarantee:
+    """`basic_composition` of two guarantees, or no guarantee (``epsilon = inf``) where the delta would reach 1."""
+    if not first.delta + second.delta < 1.0:
+        return PrivacyGuarantee(math.inf, 1 - 1e-16, first.neighbouring)
+    return basic_composition([first, second])
 
 
 # --------------------------------------------------------------------------- central references

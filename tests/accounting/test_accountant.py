@@ -110,3 +110,9 @@ def test_discrete_gaussian_event_composes_by_its_exact_pld():
     event.check_headline()
     with pytest.raises(InvalidParameterError, match="met by the mechanism"):
         DiscreteGaussianEvent(1.0, PrivacyGuarantee(0.1, 1e-9)).check_headline()
+
+
+@pytest.mark.parametrize("events", [None, 3, (), ("event",)])
+def test_parallel_event_refuses_anything_but_events_naming_them(events):
+    with pytest.raises(InvalidParameterError, match="'events'"):
+        ParallelEvent(events)

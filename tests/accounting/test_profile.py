@@ -83,7 +83,7 @@ def test_no_dominating_pair_raises():
     a = randomized_response_profile(3.0)
     b = PrivacyProfile(np.array([0.75, 0.25]), np.array([0.25, 0.75]), p_tail=0.0)
     c = PrivacyProfile(np.array([0.5, 0.5, 0.0]), np.array([0.49, 0.5, 0.01]))
-    with pytest.raises(ValueError, match="dominates"):
+    with pytest.raises(InvalidParameterError, match="'profiles'.*dominates"):
         _ = WorstCaseProfile([a, b, c]).dominating_pair
 
 
@@ -112,3 +112,34 @@ def test_invalid_query_raises(epsilon):
 def test_invalid_delta_query_raises(delta):
     with pytest.raises(InvalidParameterError, match="'delta'"):
         randomized_response_profile(1.0).epsilon(delta)
+
+
+@pytest.mark.parametrize("bad", ["", 0j, [0.5, "a"], [[0.5], [0.5, 0.5]], None, True, {"a": 1}])
+def test_profile_refuses_non_real_probabilities_naming_them(bad):
+    with pytest.raises(InvalidParameterError, match="'p'"):
+        PrivacyProfile(bad, [0.5, 0.5])
+
+
+@pytest.mark.parametrize("bad", ["", {}, None, 1j, [0.1, "x"], -1.0, float("nan"), float("inf")])
+def test_delta_refuses_bad_epsilon_naming_it(bad):
+    profile = PrivacyProfile([0.5, 0.5], [0.25, 0.75])
+    for owner in (profile, WorstCaseProfile([profile])):
+        with pytest.raises(InvalidParameterError, match="'epsilon'"):
+            owner.delta(bad)
+
+
+def test_worst_case_delta_keeps_the_shape_of_epsilon():
+    profile = PrivacyProfile([0.5, 0.5], [0.25, 0.75])
+    grid = np.array([[0.0, 0.1], [0.2, 0.3]])
+    assert np.array_equal(WorstCaseProfile([profile]).delta(grid), profile.delta(grid))
+
+
+def test_dominates_and_worst_case_validate_their_arguments():
+    profile = PrivacyProfile([0.5, 0.5], [0.25, 0.75])
+    with pytest.raises(InvalidParameterError, match="'other'"):
+        profile.dominates(None)
+    with pytest.raises(InvalidParameterError, match="'rtol'"):
+        profile.dominates(profile, rtol=-1.0)
+    for profiles in (None, 3, [], [profile, "profile"]):
+        with pytest.raises(InvalidParameterError, match="'profiles'"):
+            WorstCaseProfile(profiles)

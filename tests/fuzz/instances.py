@@ -37,9 +37,19 @@ from privsum.lsq import (
     RandomSigns,
     SignedRandomProjection,
 )
-from privsum.shuffle import MessageBatch, MessageHistogram
+from privsum.shuffle import MessageBatch, MessageHistogram, PartialView, UserChunks
 from privsum.sketches import RACE, RACEClassifier, RACELinearRegression
-from privsum.sums import BlanketRealSum, CorrelatedNoiseSum, MultiMessageSum, ShuffledVectorSum
+from privsum.sums import (
+    BlanketRealSum,
+    CentralClippedSum,
+    ClippedSum,
+    ClippedVectorSum,
+    CorrelatedNoiseSum,
+    MultiMessageSum,
+    PrivateCentralClippedSum,
+    ShuffledVectorSum,
+    SparseVectorAggregation,
+)
 
 N = 20
 GUARANTEE = PrivacyGuarantee(1.0, 1e-6)
@@ -98,6 +108,8 @@ CONSTRUCTORS: dict[str, tuple[type, dict[str, Any]]] = {
     "PrivacyAccountant": (PrivacyAccountant, {}),
     "MessageBatch": (MessageBatch, {"instances": np.array([0, 1]), "values": np.array([1, -1]), "n_instances": 2}),
     "MessageHistogram": (MessageHistogram, {"counts": np.array([[1, 2]]), "alphabet": (-1, 1)}),
+    "PartialView": (PartialView, {"histogram": MessageHistogram(np.array([[1, 2]]), (-1, 1)), "n_users": 3}),
+    "UserChunks": (UserChunks, {"chunks": [np.zeros(2), np.ones(3)]}),
     "RRBitSum": (RRBitSum, {"n_users": N, "flip_probability": 0.3, "delta": 1e-6}),
     "LocalRRBitSum": (LocalRRBitSum, {"n_users": N, "flip_probability": 0.3}),
     "ThreeNBBitSum": (
@@ -124,6 +136,8 @@ CONSTRUCTORS: dict[str, tuple[type, dict[str, Any]]] = {
     "KDEFunction": (KDEFunction, {"family": RFF, "coefficients": np.zeros((4, 1)), "n_users": N}),
     "RACEClassifier": (RACEClassifier, {"family": LSH, "classes": [0, 1], "epsilon": 1.0, "sampler": "numpy", "random_state": 0}),
     "RACELinearRegression": (RACELinearRegression, {"n_rows": 8, "epsilon": 1.0, "sampler": "numpy", "random_state": 0}),
+    "CentralClippedSum": (CentralClippedSum, {"epsilon": 1.0, "clipping_bound": 4, "sampler": "numpy"}),
+    "PrivateCentralClippedSum": (PrivateCentralClippedSum, {"epsilon": 1.0, "domain": 16}),
     "ShuffledKDEClassifier": (
         ShuffledKDEClassifier,
         {"classes": [0, 1], "n_repetitions": 4, "protocol": "rr", "random_state": 0},
@@ -143,6 +157,12 @@ FROM_PRIVACY_ARGUMENTS: dict[str, tuple[type, dict[str, Any]]] = {
     "CorrelatedNoiseSum": (CorrelatedNoiseSum, {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "domain": 2}),
     "MultiMessageSum": (MultiMessageSum, {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "domain": 2}),
     "ShuffledVectorSum": (ShuffledVectorSum, {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "dimension": 2}),
+    "ClippedSum": (ClippedSum, {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "domain": 16}),
+    "ClippedVectorSum": (
+        ClippedVectorSum,
+        {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "dimension": 2, "radius": 1.0, "levels": 16},
+    ),
+    "SparseVectorAggregation": (SparseVectorAggregation, {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "dimension": 4}),
     "ShuffledKDE": (
         ShuffledKDE,
         {"family": RFF, "protocol": RRBitSum, "epsilon": 4.0, "delta": 1e-6, "n_users": N},

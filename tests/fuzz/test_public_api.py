@@ -26,8 +26,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import privsum
-from privsum.apps._estimator import NotFittedError
-from privsum.exceptions import BudgetExceededError, IncompatibleSketchError, InvalidParameterError
+from privsum.exceptions import BudgetExceededError, IncompatibleSketchError, InvalidParameterError, NotFittedError
 from tests.fuzz.instances import CONSTRUCTORS, ENTRY_POINTS, FROM_PRIVACY_ARGUMENTS, valid_instances
 
 #: The documented errors (privsum.exceptions). InvalidParameterError is what `_validation.invalid` returns.
@@ -130,47 +129,6 @@ ENTRIES = sorted(
 #: Public classes that are results handed to the user (or a pytest base), not entry points.
 RESULT_RECORDS = {"PLDPair", "GaussianKDEParameters", "SketchShape", "AuditResult", "ProtocolConformance", "LedgerEntry"}
 
-#: Undocumented errors this fuzzing found that are not fixed yet (inputs and patches in the issue-11
-#: report): they run, and are expected to fail until fixed (xfail, not strict).
-KNOWN_CONSTRUCTOR_BUGS = {"MessageBatch", "MessageHistogram", "ParallelEvent", "PrivacyProfile", "WorstCaseProfile"}
-KNOWN_ENTRY_BUGS = {
-    f"{protocol}{suffix}-{method}"  # empty inputs reach a reshape before the row check (privsum/sums/_common.py)
-    for protocol in ("BlanketRealSum", "CorrelatedNoiseSum", "MultiMessageSum")
-    for suffix in ("", ".from_privacy")
-    for method in ("run", "randomize", "sample_view", "variance")
-} | {
-    "BlanketRealSum-run",
-    "BlanketRealSum-sample_view",
-    "BlanketRealSum-variance",
-    "BlanketRealSum.from_privacy-randomize",
-    "BlanketRealSum.from_privacy-run",
-    "BlanketRealSum.from_privacy-variance",
-    "CorrelatedNoiseSum-run",
-    "CorrelatedNoiseSum-variance",
-    "CorrelatedNoiseSum.from_privacy-randomize",
-    "CorrelatedNoiseSum.from_privacy-sample_view",
-    "CorrelatedNoiseSum.from_privacy-variance",
-    "MultiMessageSum-randomize",
-    "MultiMessageSum-run",
-    "MultiMessageSum.from_privacy-randomize",
-    "MultiMessageSum.from_privacy-run",
-    "PrivacyProfile-delta",
-    "PrivacyProfile-dominates",
-    "PureBitSum-variance",
-    "PureBitSum.from_privacy-variance",
-    "RACEClassifier-predict",
-    "WorstCaseProfile-delta",
-}
-
-
-def _marked(ids: list[Any], known: set[str]) -> list[Any]:
-    mark = pytest.mark.xfail(reason="undocumented error found by fuzzing; see the issue-11 report", strict=False)
-    return [pytest.param(*(i if isinstance(i, tuple) else (i,)), marks=mark) if _id(i) in known else i for i in ids]
-
-
-def _id(item: Any) -> str:
-    return "-".join(item) if isinstance(item, tuple) else item
-
 
 def test_every_public_class_with_a_door_is_fuzzed():
     """Each public class is instantiated here, or is abstract, an enum, an exception or a result record."""
@@ -200,7 +158,7 @@ def _perturbed(cls: Any, valid: dict[str, Any], data: st.DataObject) -> dict[str
     return kwargs
 
 
-@pytest.mark.parametrize("name", _marked(CONSTRUCTED, KNOWN_CONSTRUCTOR_BUGS))
+@pytest.mark.parametrize("name", CONSTRUCTED)
 @FAST
 @given(data=st.data())
 def test_constructors_raise_only_documented_errors(name, data):
@@ -216,7 +174,7 @@ def test_from_privacy_raises_only_documented_errors(name, data):
     call_only_documented_errors(cls.from_privacy, **_perturbed(cls.from_privacy, valid, data))
 
 
-@pytest.mark.parametrize(("name", "method"), _marked(ENTRIES, KNOWN_ENTRY_BUGS))
+@pytest.mark.parametrize(("name", "method"), ENTRIES)
 @FAST
 @given(data=st.data())
 def test_entry_points_raise_only_documented_errors(name, method, data):
@@ -232,7 +190,7 @@ def test_entry_points_raise_only_documented_errors(name, method, data):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("name", "method"), _marked(ENTRIES, KNOWN_ENTRY_BUGS))
+@pytest.mark.parametrize(("name", "method"), ENTRIES)
 @SLOW
 @given(data=st.data())
 def test_entry_points_raise_only_documented_errors_longer(name, method, data):
@@ -240,7 +198,7 @@ def test_entry_points_raise_only_documented_errors_longer(name, method, data):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", _marked(CONSTRUCTED, KNOWN_CONSTRUCTOR_BUGS))
+@pytest.mark.parametrize("name", CONSTRUCTED)
 @SLOW
 @given(data=st.data())
 def test_constructors_raise_only_documented_errors_longer(name, data):

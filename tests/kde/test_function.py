@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import struct
 
 import numpy as np
 import pytest
@@ -71,30 +72,39 @@ def test_truncated_bytes_are_rejected() -> None:
 def forge(header_change: dict) -> bytes:
     """Bytes with a valid checksum but an edited header (what a hostile writer could send)."""
     data = released().to_bytes()
-    body = data[:-32]
-    length = int.from_bytes(body[:4], "big")
-    header = json.loads(body[4 : 4 + length])
+    prefix = struct.Struct("<6sHBI")
+    magic, version, kind, length = prefix.unpack_from(data)
+    header = json.loads(data[prefix.size : prefix.size + length])
     header.update(header_change)
     encoded = json.dumps(header).encode()
-    new_body = len(encoded).to_bytes(4, "big") + encoded + body[4 + length :]
-    return new_body + hashlib.sha256(new_body).digest()
+    body = prefix.pack(magic, version, kind, len(encoded)) + encoded + data[prefix.size + length : -32]
+    return body + hashlib.sha256(body).digest()
 
 
 @pytest.mark.parametrize(
     "change",
     [
-        {"version": 99},
-        {"format": "something.else"},
         {"family": {"class": "os.system", "parameters": {}}},
         {"family": {"class": "privsum.lsq.rff.apply_projection", "parameters": {}}},
-        {"family": {"class": "privsum.lsq.rff.RandomFourierFeatures", "parameters": {"dimension": 3}}},
+        {"family": {"class": "LSQFamily", "parameters": {}}},
+        {"family": {"class": "RandomFourierFeatures", "parameters": {"dimension": 3}}},
+        {"family": {"class": "RandomFourierFeatures", "parameters": {"dimension": 3, "n_repetitions": 5, "evil": 1}}},
+        {"family": ["RandomFourierFeatures"]},
         {"n_users": 0},
+        {"n_users": True},
+        {"n_users": 40.0},
         {"guarantee": [1.0]},
-        {"guarantee": [-1.0, 0.0, "replace-one"]},
+        {"guarantee": {"epsilon": -1.0, "delta": 0.0, "neighbouring": "replace-one"}},
+        {"guarantee": {"epsilon": 1.0, "delta": 0.0, "neighbouring": "nobody"}},
+        {"guarantee": {"epsilon": "1.0", "delta": 0.0, "neighbouring": "replace-one"}},
+        {"shape": [5, 2]},
+        {"shape": [5, -1]},
+        {"shape": [True, 1]},
+        {"shape": "5,1"},
     ],
 )
 def test_well_checksummed_but_invalid_headers_are_rejected(change: dict) -> None:
-    with pytest.raises(InvalidParameterError):
+    with pytest.raises(InvalidParameterError, match="'data'"):
         KDEFunction.from_bytes(forge(change))
 
 
@@ -126,3 +136,10 @@ def test_equality_and_neighbouring() -> None:
     assert first == released() and first.neighbouring is Neighbouring.REPLACE_ONE
     other = KDEFunction(first.family, first.coefficients + 1, n_users=40, guarantee=first.guarantee)
     assert first != other
+
+
+@pytest.mark.parametrize("coefficients", [[[0.0], [0.0, 1.0]], [["a"], ["b"]], np.full((2, 1), np.nan), np.zeros((2, 1)) * 1j])
+def test_malformed_coefficients_are_refused_naming_them(coefficients) -> None:
+    family = RandomFourierFeatures(dimension=3, n_repetitions=2, seed=0)
+    with pytest.raises(InvalidParameterError, match="'coefficients'"):
+        KDEFunction(family, coefficients, n_users=3)

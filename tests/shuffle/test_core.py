@@ -80,3 +80,53 @@ def test_statistical_assertions_can_fail():
         assert_mean(generator.normal(0.1, 1.0, 100_000), 0.0, variance=1.0)
     with pytest.raises(AssertionError):
         assert_same_distribution(generator.poisson(5.0, 20_000), generator.poisson(5.3, 20_000))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"instances": [[0], [0, 0]], "values": [1, 1]}, "instances"),  # ragged: numpy cannot build it
+        ({"instances": [0, 1], "values": [0.5, 1.0]}, "values"),  # floats are refused, never rounded
+        ({"instances": [0, 1], "values": [True, False]}, "values"),
+        ({"instances": [0, 1], "values": np.array([2**63, 1], dtype=np.uint64)}, "values"),  # would wrap in int64
+        ({"instances": "ab", "values": [1, 1]}, "instances"),
+        ({"instances": [0, 1], "values": [1]}, "values"),
+    ],
+)
+def test_batch_refuses_malformed_arrays_naming_them(kwargs, name):
+    with pytest.raises(InvalidParameterError, match=f"'{name}'"):
+        MessageBatch(n_instances=2, **kwargs)
+
+
+def test_batch_take_and_concatenate_validate_their_arguments():
+    batch = MessageBatch(np.array([0, 1]), np.array([1, -1]), n_instances=2)
+    assert batch.take(np.array([1])).values.tolist() == [-1]
+    assert batch.take([]).n_messages == 0
+    for order in ([5], [0.5], "a"):
+        with pytest.raises(InvalidParameterError, match="'order'"):
+            batch.take(order)
+    for batches in (None, [], [batch, "batch"]):
+        with pytest.raises(InvalidParameterError, match="'batches'"):
+            MessageBatch.concatenate(batches)
+
+
+@pytest.mark.parametrize(
+    "alphabet", [(0, float("inf")), (0, float("nan")), None, (), (1, 0), (0, 0), (0, 0.5), (False, True), "ab", (0, 2**70)]
+)
+def test_histogram_refuses_bad_alphabets_naming_it(alphabet):
+    with pytest.raises(InvalidParameterError, match="'alphabet'"):
+        MessageHistogram(np.zeros((1, 2), dtype=np.int64), alphabet)
+
+
+def test_histogram_accepts_integer_sequences_and_refuses_bad_counts():
+    assert MessageHistogram(np.zeros((1, 3), dtype=np.int64), range(-1, 2)).alphabet == (-1, 0, 1)
+    assert MessageHistogram(np.zeros((1, 2), dtype=np.int64), np.array([3, 7])).alphabet == (3, 7)
+    for counts in ([[1], [1, 2]], [[1.0, 2.0]], [[-1, 2]], [[True, False]]):
+        with pytest.raises(InvalidParameterError, match="'counts'"):
+            MessageHistogram(counts, (0, 1))
+    view = MessageHistogram(np.array([[1, 2]]), (0, 1))
+    for value in (np.array([0, 1]), 0.0, True, 5):
+        with pytest.raises(InvalidParameterError, match="'value'"):
+            view.count(value)
+    with pytest.raises(InvalidParameterError, match="'batch'"):
+        MessageHistogram.from_messages("batch", alphabet=(0, 1))

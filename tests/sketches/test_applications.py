@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from privsum.accounting import Neighbouring
-from privsum.exceptions import InvalidParameterError
+from privsum.exceptions import InvalidParameterError, NotFittedError
 from privsum.lsq import L2LSH, SignedRandomProjection
 from privsum.sketches import RACE, RACEClassifier, RACELinearRegression, anomaly_score
 from privsum.testing import assert_mean
@@ -52,6 +52,23 @@ def test_classifier_validation():
         RACEClassifier(family=FAMILY, classes=["a", "b"], epsilon=1.0, random_state=3).fit(X, Y)
     with pytest.raises(InvalidParameterError, match="'X'"):
         RACEClassifier(family=FAMILY, classes=["a", "b"], epsilon=1.0, sampler="numpy").fit(X[:, :1], Y)
+    for classes in ([[0], [0, 1]], [0.0, math.nan], [None, 1], None):
+        with pytest.raises(InvalidParameterError, match="'classes'"):
+            RACEClassifier(family=FAMILY, classes=classes, epsilon=1.0, sampler="numpy").fit(X, Y)
+    with pytest.raises(InvalidParameterError, match="'y'"):
+        RACEClassifier(family=FAMILY, classes=["a", "b"], epsilon=1.0, sampler="numpy").fit(X, Y[:, None])
+
+
+def test_unfitted_models_raise_not_fitted_error():
+    classifier = RACEClassifier(family=FAMILY, classes=["a", "b"], epsilon=1.0, sampler="numpy")
+    for method in (classifier.predict, classifier.predict_proba, classifier.decision_function):
+        with pytest.raises(NotFittedError, match="fit"):
+            method(X[:3])
+    regression = RACELinearRegression(n_rows=8, epsilon=1.0, sampler="numpy")
+    with pytest.raises(NotFittedError):
+        regression.predict(X[:3])
+    with pytest.raises(NotFittedError):
+        regression.surrogate_loss([0.0, 0.0])
 
 
 def test_anomaly_score_orders_inliers_before_outliers():

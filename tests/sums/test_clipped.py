@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from privsum.accounting import ParallelEvent
-from privsum.exceptions import InvalidParameterError
+from privsum.exceptions import InvalidParameterError, PrivacyLeakWarning
 from privsum.shuffle import MessageBatch
 from privsum.shuffle.noise import discrete_laplace_pmf
 from privsum.shuffle.sparse import SparseMessageHistogram
@@ -313,8 +313,12 @@ def test_clipped_validation_names_the_parameter():
     protocol = _clipped()
     with pytest.raises(InvalidParameterError, match="'x'"):
         protocol.run(np.full(60, 17))
+    with pytest.warns(PrivacyLeakWarning):
+        protocol.run(
+            np.zeros(59, dtype=int)
+        )  # fewer users: the achieved guarantee is weaker (tests/sums/test_clipped_streaming.py)
     with pytest.raises(InvalidParameterError, match="'x'"):
-        protocol.run(np.zeros(59, dtype=int))
+        protocol.run(np.zeros(61, dtype=int))  # more: the BBGN20 instances' moduli are sized for n_users
     with pytest.raises(InvalidParameterError, match="'domain'"):
         ClippedSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=60, domain=12)
     with pytest.raises(InvalidParameterError, match="'method'"):

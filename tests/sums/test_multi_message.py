@@ -6,11 +6,13 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from privsum.exceptions import InvalidParameterError
 from privsum.shuffle import MessageBatch
 from privsum.shuffle.noise import discrete_laplace_pmf, discrete_laplace_variance
-from privsum.sums import MAX_MODULUS, MultiMessageSum, supported_security_bits
+from privsum.sums import MAX_MODULUS, MultiMessageSum, divisible_laplace_epsilon, supported_security_bits
 from privsum.testing import ProtocolConformance, assert_matches_pmf, assert_mean, assert_same_distribution, assert_variance
 
 
@@ -127,3 +129,21 @@ def test_larger_epsilon_for_larger_sensitivity_and_fewer_users():
     values = [divisible_laplace_epsilon(share, ratio, 4) for share in (1.0, 0.8, 0.4, 0.1)]
     assert values[0] == pytest.approx(1.0) and values == sorted(values)
     assert divisible_laplace_epsilon(0.5, ratio, 1) < divisible_laplace_epsilon(0.5, ratio, 2)
+
+
+@given(share=st.floats(0.05, 0.95), log_ratio=st.floats(0.05, 3.0), sensitivity=st.integers(1, 6))
+@settings(max_examples=40, deadline=None)
+def test_divisible_laplace_epsilon_is_the_worst_window_of_the_noise(share, log_ratio, sensitivity):
+    """The closed form P(0)/P(sensitivity) equals the worst ratio over every window, by brute force with scipy."""
+    from scipy import stats
+
+    ratio = math.exp(-log_ratio)
+    nb = stats.nbinom(share, 1 - ratio)
+    support = np.arange(0, int(nb.isf(1e-25)) + 60)
+    pmf = nb.pmf(support)
+    window = 40
+    difference = np.array([np.dot(pmf[k:], pmf[: pmf.size - k]) for k in range(window + sensitivity + 1)])  # P(D = k)
+    both_sides = np.concatenate([difference[:0:-1], difference])  # k = -(W+s)..(W+s)
+    logs = np.log(both_sides)
+    worst = max(float(np.max(np.abs(logs[c:] - logs[: logs.size - c]))) for c in range(1, sensitivity + 1))
+    assert divisible_laplace_epsilon(share, ratio, sensitivity) == pytest.approx(worst, rel=1e-9)

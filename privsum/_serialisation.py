@@ -1,0 +1,113 @@
+"""A small versioned, checksummed binary envelope for released objects (never pickled).
+
+Layout (all integers little-endian)::
+
+    magic (6 bytes) | format version (uint16) | kind (uint8) | header length (uint32)
+    | header (UTF-8 JSON object) | payload (raw little-endian numbers) | SHA-256 of all that precedes
+
+`unpack` checks, in order and before anything is decoded: the type and the length of the bytes,
+the magic, the version, the kind, the header length, then the checksum; only then is the JSON
+header parsed (it must be an object) and the payload's length checked against the shape the header
+declares before numpy reads it. Every refusal is the library's `InvalidParameterError` naming the
+``data`` parameter. Nothing here calls `pickle` or `numpy.load`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from privsum._validation import invalid
+
+__all__ = ["Envelope", "pack", "unpack"]
+
+_PREFIX = struct.Struct("<6sHBI")
+_DIGEST_SIZE = 32
+#: Longest JSON header accepted (a family spec and a few numbers need far less).
+MAX_HEADER_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """What identifies one serialised format: its magic, version and a name for error messages."""
+
+    magic: bytes
+    version: int
+    name: str
+
+
+def pack(envelope: Envelope, kind: int, header: dict[str, Any], payload: np.ndarray, dtype: str) -> bytes:
+    """Serialise ``header`` (JSON) and ``payload`` (as ``dtype``, its shape stored in the header)."""
+    array = np.ascontiguousarray(payload, dtype=dtype)
+    encoded = json.dumps({**header, "shape": list(array.shape)}, sort_keys=True, allow_nan=False).encode("utf-8")
+    body = _PREFIX.pack(envelope.magic, envelope.version, kind, len(encoded)) + encoded + array.tobytes()
+    return body + hashlib.sha256(body).digest()
+
+
+def unpack(data: Any, envelope: Envelope, kind: int, kind_name: str, dtype: str, owner: str) -> tuple[dict[str, Any], np.ndarray]:
+    """Check and decode `pack` output: the JSON header (a dict) and the payload array (a copy)."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise invalid("data", owner, "bytes", type(data).__name__)
+    data = bytes(data)
+    if len(data) < _PREFIX.size + _DIGEST_SIZE:
+        raise invalid("data", owner, f"the bytes of a serialised {envelope.name} (too short)", f"{len(data)} bytes")
+    magic, version, stored_kind, header_length = _PREFIX.unpack_from(data)
+    if magic != envelope.magic:
+        raise invalid("data", owner, f"the bytes of a serialised {envelope.name} (magic {envelope.magic!r})", f"magic {magic!r}")
+    if version != envelope.version:
+        raise invalid("data", owner, f"{envelope.name} format version {envelope.version}", f"version {version}")
+    if stored_kind != kind:
+        raise invalid("data", owner, f"the bytes of {kind_name} (kind {kind})", f"kind {stored_kind}")
+    header_end = _PREFIX.size + header_length
+    if not (header_length <= MAX_HEADER_BYTES and header_end <= len(data) - _DIGEST_SIZE):
+        raise invalid("data", owner, "a header length within the bytes", f"header length {header_length}")
+    body, digest = data[:-_DIGEST_SIZE], data[-_DIGEST_SIZE:]
+    if hashlib.sha256(body).digest() != digest:
+        raise invalid("data", owner, f"intact bytes of a serialised {envelope.name} (checksum)", "corrupted or truncated bytes")
+    header = _decode_header(body[_PREFIX.size : header_end], owner)
+    shape = _declared_shape(header, owner)
+    payload = body[header_end:]
+    item = np.dtype(dtype).itemsize
+    if len(payload) != math.prod(shape) * item:
+        raise invalid("data", owner, f"{math.prod(shape) * item} payload bytes for shape {tuple(shape)}", len(payload))
+    return header, np.frombuffer(payload, dtype=dtype).reshape(shape).copy()
+
+
+def _decode_header(raw: bytes, owner: str) -> dict[str, Any]:
+    try:
+        header = json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant)
+    except (ValueError, RecursionError) as error:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise invalid("data", owner, "a UTF-8 JSON header", type(error).__name__) from None
+    if not isinstance(header, dict):
+        raise invalid("data", owner, "a JSON object as header", type(header).__name__)
+    return header
+
+
+def _refuse_constant(name: str) -> None:
+    raise ValueError(f"non-finite number {name} in the header")
+
+
+def _declared_shape(header: dict[str, Any], owner: str) -> list[int]:
+    shape = header.get("shape")
+    if not (
+        isinstance(shape, list)
+        and len(shape) <= 8
+        and all(isinstance(size, int) and not isinstance(size, bool) and size >= 0 for size in shape)
+    ):
+        raise invalid("data", owner, "a header 'shape' of non-negative integers", shape)
+    return shape
+
+
+def header_field(header: dict[str, Any], key: str, kinds: type | tuple[type, ...], owner: str) -> Any:
+    """``header[key]``, refused (naming ``data``) when missing or not of ``kinds`` (bools are not numbers)."""
+    value = header.get(key)
+    number_expected = kinds in (int, float) or (isinstance(kinds, tuple) and set(kinds) <= {int, float})
+    if key not in header or not isinstance(value, kinds) or (number_expected and isinstance(value, bool)):
+        raise invalid("data", owner, f"a header field {key!r} of type {kinds}", value)
+    return value

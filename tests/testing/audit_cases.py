@@ -141,17 +141,25 @@ def _blanket() -> AuditCase:
     )
 
 
-def _correlated() -> AuditCase:
-    honest = CorrelatedNoiseSum.from_privacy(epsilon=1.0, delta=1e-3, n_users=3, calibration="tight")
-    control = CorrelatedNoiseSum.from_privacy(epsilon=8.0, delta=1e-3, n_users=3)
-    data = _neighbour_columns(np.zeros(3, dtype=np.int64), np.array([1, 0, 0]))
+def _clamped_sum_sampler(data: Any) -> Any:
+    """Sampler factory: the analyzer's noisy sum of one-user-changed columns, clamped to [-8, 9]."""
 
-    def sampler(protocol: CorrelatedNoiseSum) -> Sampler:
+    def sampler(protocol: Any) -> Sampler:
         def sample(use_neighbour: bool, runs: int, rng: np.random.Generator, path: str) -> np.ndarray:
             view = _view(protocol, _columns(data(use_neighbour), runs), rng, path)
             return _clamp(protocol.analyze(view), -8, 9)
 
         return sample
+
+    return sampler
+
+
+def _correlated() -> AuditCase:
+    honest = CorrelatedNoiseSum.from_privacy(epsilon=1.0, delta=1e-3, n_users=3, calibration="tight")
+    control = CorrelatedNoiseSum.from_privacy(epsilon=8.0, delta=1e-3, n_users=3)
+    data = _neighbour_columns(np.zeros(3, dtype=np.int64), np.array([1, 0, 0]))
+
+    sampler = _clamped_sum_sampler(data)
 
     return AuditCase(
         name="CorrelatedNoiseSum (GKMPS21, tight)",
@@ -168,18 +176,13 @@ def _correlated() -> AuditCase:
 
 
 def _multi_message() -> AuditCase:
-    # Three shares: the noisy-sum view's law does not depend on the share count; the delta
-    # (share security, BBGN20's theorem) is assumed, not audited.
+    # The noisy-sum view's law does not depend on the share count; the delta (share security,
+    # BBGN20's bound) is taken from the paper, not audited.
     honest = MultiMessageSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=3)
     control = MultiMessageSum.from_privacy(epsilon=6.0, delta=1e-6, n_users=3)
     data = _neighbour_columns(np.zeros(3, dtype=np.int64), np.array([1, 0, 0]))
 
-    def sampler(protocol: MultiMessageSum) -> Sampler:
-        def sample(use_neighbour: bool, runs: int, rng: np.random.Generator, path: str) -> np.ndarray:
-            view = _view(protocol, _columns(data(use_neighbour), runs), rng, path)
-            return _clamp(protocol.analyze(view), -8, 9)
-
-        return sample
+    sampler = _clamped_sum_sampler(data)
 
     return AuditCase(
         name="MultiMessageSum (BBGN20)",

@@ -324,7 +324,10 @@ def _check_points(X: Any, owner: str, *, n_features: int | None = None) -> np.nd
     """Dense, finite, real ``(n_samples, n_features)`` points; every refusal names ``X``."""
     if hasattr(X, "toarray") and hasattr(X, "nnz"):
         raise invalid("X", owner, "a dense array (sparse input is not supported)", type(X).__name__)
-    array = np.asarray(X)
+    try:
+        array = np.asarray(X)
+    except (TypeError, ValueError) as error:
+        raise invalid("X", owner, "a rectangular array of real numbers", f"an unconvertible input ({error})") from error
     if array.dtype == object:
         try:
             array = array.astype(float)
@@ -352,7 +355,10 @@ def _check_labels(y: Any, n_samples: int, owner: str) -> np.ndarray:
     """One label per sample; a column vector is flattened with a `DataConversionWarning`."""
     if y is None:
         raise invalid("y", owner, "labels (this estimator requires y to be passed, but the target y is None)", None)
-    labels = np.asarray(y)
+    try:
+        labels = np.asarray(y)
+    except (TypeError, ValueError) as error:
+        raise invalid("y", owner, "a 1-D array of labels", f"an unconvertible input ({error})") from error
     if labels.ndim == 2 and labels.shape[1] == 1:
         warnings.warn(
             "A column-vector y was passed when a 1d array was expected; it is flattened to shape (n_samples,).",

@@ -22,6 +22,10 @@ import numpy as np
 
 from privsum._validation import check_array, check_integer, invalid
 
+#: Largest input dimension of a rotation (its padded dimension is at most twice this): one public
+#: sign per padded coordinate is drawn and stored.
+MAX_ROTATION_DIMENSION = 2**26
+
 __all__ = ["FastJLT", "RandomizedHadamard", "fast_walsh_hadamard", "next_power_of_two"]
 
 
@@ -107,7 +111,7 @@ class RandomizedHadamard:
 
     def __post_init__(self) -> None:
         owner = "RandomizedHadamard"
-        check_integer(self.dimension, "dimension", owner, low=1)
+        check_integer(self.dimension, "dimension", owner, low=1, high=MAX_ROTATION_DIMENSION)
         check_integer(self.seed, "seed", owner, low=0, high=2**63 - 1)
         rng = np.random.default_rng(self.seed)
         object.__setattr__(self, "signs", rng.choice(np.array([-1.0, 1.0]), size=self.padded_dimension))
@@ -162,7 +166,7 @@ class FastJLT:
 
     def __post_init__(self) -> None:
         owner = "FastJLT"
-        check_integer(self.input_dimension, "input_dimension", owner, low=1)
+        check_integer(self.input_dimension, "input_dimension", owner, low=1, high=MAX_ROTATION_DIMENSION)
         check_integer(self.seed, "seed", owner, low=0, high=2**63 - 1)
         padded = next_power_of_two(self.input_dimension)
         check_integer(self.output_dimension, "output_dimension", owner, low=1, high=padded)

@@ -36,7 +36,7 @@ REFUSING = {"ReleasedRACE.update", "ReleasedRACE.release"}
 CALL_LIMIT_S = 20  # a call running longer counts as a hang
 
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
-SLOW = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+SLOW = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 
 # --------------------------------------------------------------------------- arbitrary values
 _numbers = st.one_of(

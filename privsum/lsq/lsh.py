@@ -106,7 +106,7 @@ class LSHFamily(LSQFamily):
 
     @abc.abstractmethod
     def hash_codes(self, points: Any, *, repetitions: Repetitions = None) -> np.ndarray:
-        """``(n, d)`` points to ``(n, I)`` bucket indices in ``[0, Q)`` (int64)."""
+        """``(n, d)`` points to ``(n, I)`` bucket indices in ``[0, Q)`` (int64): a new array the caller may modify."""
 
     @abc.abstractmethod
     def spec(self) -> dict[str, Any]:
@@ -272,10 +272,12 @@ class L2LSH(LSHFamily):
         """The unfolded L2-LSH codes ``floor((w_i^T x + b_i)/r)``, ``(n, I)`` int64."""
         selected = self.repetition_indices(repetitions)
         working = apply_projection(self.projection, self.check_points(points))
-        scaled = (working @ self.directions[selected].T + self.offsets[selected]) / self.bucket_width
-        codes = np.floor(scaled)
+        codes = working @ self.directions[selected].T  # in place from here: one (n, I) buffer
+        codes += self.offsets[selected]
+        codes /= self.bucket_width
+        np.floor(codes, out=codes)
         limit = 2.0 ** (62 - self.bucket_bits)
-        if codes.size and not (np.abs(codes).max() < limit):
+        if codes.size and not (-limit < codes.min() and codes.max() < limit):
             raise invalid(
                 "points",
                 type(self).__name__,
@@ -306,10 +308,13 @@ class L2LSH(LSHFamily):
 def fold_codes(codes: np.ndarray, multipliers: np.ndarray, increments: np.ndarray, bits: int) -> np.ndarray:
     """Multiply-add-shift ``((a z + c) mod 2^64) >> (64 - bits)`` of ``z mod 2^(64 - bits)``, per column."""
     mask = np.uint64((1 << (64 - bits)) - 1)
-    reduced = codes.astype(np.uint64) & mask  # two's complement wrap, then mod 2^(64-bits)
+    mixed = codes.astype(np.uint64)  # two's complement wrap (a copy: the caller's codes stay intact)
+    mixed &= mask  # mod 2^(64-bits)
     with np.errstate(over="ignore"):
-        mixed = reduced * multipliers + increments
-    return (mixed >> np.uint64(64 - bits)).astype(np.int64)
+        mixed *= multipliers
+        mixed += increments
+    mixed >>= np.uint64(64 - bits)
+    return mixed.view(np.int64)  # below 2^bits: the same values as int64
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -198,7 +198,8 @@ class RACE(_CounterArray):
         increments = np.zeros(self._counts.size, dtype=np.int64)
         for start in range(0, array.shape[0], chunk_size):
             codes = self.family.hash_codes(array[start : start + chunk_size])
-            increments += np.bincount((codes + offsets).ravel(), minlength=self._counts.size)
+            codes += offsets  # a fresh array from hash_codes: safe to shift in place
+            increments += np.bincount(codes.ravel(), minlength=self._counts.size)
         return increments
 
     def merge(self, other: RACE) -> RACE:

@@ -16,6 +16,7 @@ from privsum.accounting.composition import (
     basic_composition,
     parallel_composition,
     pure_composition,
+    zero_out_to_replace_one,
 )
 from privsum.accounting.events import (
     ComposedEvent,
@@ -24,6 +25,7 @@ from privsum.accounting.events import (
     ParallelEvent,
     PrivacyEvent,
     ProfileEvent,
+    RelationEvent,
 )
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee, ThreatModel
 from privsum.accounting.pld import DEFAULT_DISCRETIZATION, PLDPair
@@ -44,6 +46,7 @@ __all__ = [
     "PrivacyGuarantee",
     "PrivacyProfile",
     "ProfileEvent",
+    "RelationEvent",
     "ThreatModel",
     "WorstCaseProfile",
     "advanced_composition",
@@ -56,4 +59,5 @@ __all__ = [
     "shuffle_amplification",
     "shuffle_amplification_closed_form",
     "shuffle_amplification_profile",
+    "zero_out_to_replace_one",
 ]

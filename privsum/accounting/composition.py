@@ -18,6 +18,7 @@ __all__ = [
     "basic_composition",
     "parallel_composition",
     "pure_composition",
+    "zero_out_to_replace_one",
 ]
 
 
@@ -85,6 +86,25 @@ def parallel_composition(guarantees: Sequence[PrivacyGuarantee], *, parts_per_us
     parts_per_user = check_integer(parts_per_user, "parts_per_user", "parallel_composition", low=1)
     worst = PrivacyGuarantee(max(g.epsilon for g in guarantees), max(g.delta for g in guarantees), relation)
     return basic_composition([worst] * parts_per_user)
+
+
+def zero_out_to_replace_one(guarantee: PrivacyGuarantee) -> PrivacyGuarantee:
+    """The replace-one guarantee a zero-out guarantee gives: ``(2 epsilon, (1 + e^epsilon) delta)``.
+
+    Replacing ``x`` by ``x'`` is two zero-out steps (``x -> null -> x'``): group privacy of size 2.
+
+    Examples:
+        >>> zero_out_to_replace_one(PrivacyGuarantee(0.5, 0.0, "zero-out"))
+        PrivacyGuarantee(epsilon=1.0, delta=0.0, neighbouring='replace-one')
+    """
+    owner = "zero_out_to_replace_one"
+    if not isinstance(guarantee, PrivacyGuarantee) or guarantee.neighbouring != Neighbouring.ZERO_OUT:
+        raise invalid("guarantee", owner, "a PrivacyGuarantee under 'zero-out'", guarantee)
+    no_guarantee = PrivacyGuarantee(math.inf, 1 - 1e-16, Neighbouring.REPLACE_ONE)
+    if not guarantee.is_finite or guarantee.epsilon > 700.0:
+        return no_guarantee
+    delta = (1.0 + math.exp(guarantee.epsilon)) * guarantee.delta
+    return PrivacyGuarantee(2.0 * guarantee.epsilon, delta, Neighbouring.REPLACE_ONE) if delta < 1.0 else no_guarantee
 
 
 def advanced_composition_epsilon(epsilon0: float, count: int, delta_slack: float) -> float:

@@ -19,7 +19,7 @@ from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
 from privsum.accounting.pld import DEFAULT_DISCRETIZATION, PLDPair
 from privsum.accounting.profile import PrivacyProfile, WorstCaseProfile
 
-__all__ = ["ComposedEvent", "GuaranteeEvent", "ParallelEvent", "PrivacyEvent", "ProfileEvent"]
+__all__ = ["ComposedEvent", "GuaranteeEvent", "ParallelEvent", "PrivacyEvent", "ProfileEvent", "RelationEvent"]
 
 # A profile may exceed its headline delta by this relative amount only through float rounding.
 _HEADLINE_RTOL = 1e-9
@@ -144,6 +144,39 @@ class ComposedEvent(PrivacyEvent):
 
     def pld(self, discretization: float = DEFAULT_DISCRETIZATION) -> PLDPair:
         return self.event.pld(discretization).self_compose(self.count)
+
+
+@dataclass(frozen=True)
+class RelationEvent(PrivacyEvent):
+    """``event`` stated under ``neighbouring``, a relation whose pairs are all pairs of the event's relation.
+
+    The mechanism and its privacy-loss distributions are unchanged: a dominating pair for every
+    pair of the wider relation dominates every pair of the narrower one (`Neighbouring.implies`).
+
+    Examples:
+        >>> event = RelationEvent(GuaranteeEvent(PrivacyGuarantee(1.0, 1e-7)), "zero-out")
+        >>> event.guarantee
+        PrivacyGuarantee(epsilon=1.0, delta=1e-07, neighbouring='zero-out')
+    """
+
+    event: PrivacyEvent
+    relation: Neighbouring | str
+
+    def __post_init__(self) -> None:
+        owner = "RelationEvent"
+        if not isinstance(self.event, PrivacyEvent):
+            raise invalid("event", owner, "a PrivacyEvent", self.event)
+        relation = Neighbouring.parse(self.relation, owner)
+        if not self.event.neighbouring.implies(relation):
+            raise invalid("relation", owner, f"a relation {self.event.neighbouring.value!r} implies", relation.value)
+        object.__setattr__(self, "relation", relation)
+
+    @property
+    def guarantee(self) -> PrivacyGuarantee:
+        return self.event.guarantee.under(self.relation)
+
+    def pld(self, discretization: float = DEFAULT_DISCRETIZATION) -> PLDPair:
+        return self.event.pld(discretization)
 
 
 @dataclass(frozen=True)

@@ -16,18 +16,39 @@ class Neighbouring(str, enum.Enum):
 
     ``REPLACE_ONE``: one user's value changes (the seed papers' default).
     ``ADD_REMOVE``: one user is added or removed.
+    ``ZERO_OUT``: one user's value is replaced by the protocol's null input (``0`` for sums, the
+    zero vector, the empty set); the number of users and who takes part stay fixed. Every
+    zero-out pair is a replace-one pair, so a replace-one guarantee holds under zero-out
+    (`implies`); a zero-out ``(epsilon, delta)`` guarantee gives replace-one
+    ``(2 epsilon, (1 + e^epsilon) delta)`` by group privacy (`zero_out_to_replace_one`).
+
+    Examples:
+        >>> Neighbouring.REPLACE_ONE.implies(Neighbouring.ZERO_OUT)
+        True
+        >>> Neighbouring.ZERO_OUT.implies(Neighbouring.REPLACE_ONE)
+        False
     """
 
     REPLACE_ONE = "replace-one"
     ADD_REMOVE = "add-remove"
+    ZERO_OUT = "zero-out"
 
     @classmethod
-    def parse(cls, value: object, owner: str = "this function") -> Neighbouring:
-        """Return the relation named by ``value`` (an instance or its string value)."""
+    def parse(cls, value: object, owner: str = "this function", allowed: tuple[Neighbouring, ...] | None = None) -> Neighbouring:
+        """Return the relation named by ``value`` (an instance or its string value), one of ``allowed`` (default: all)."""
+        allowed = tuple(cls) if allowed is None else allowed
+        expected = " or ".join(repr(relation.value) for relation in allowed)
         try:
-            return cls(value)
+            relation = cls(value)
         except ValueError:
-            raise invalid("neighbouring", owner, "'replace-one' or 'add-remove'", value) from None
+            raise invalid("neighbouring", owner, expected, value) from None
+        if relation not in allowed:
+            raise invalid("neighbouring", owner, expected, value)
+        return relation
+
+    def implies(self, other: Neighbouring) -> bool:
+        """Whether a guarantee under ``self`` holds under ``other`` (every ``other`` pair is a ``self`` pair)."""
+        return self == other or (self, other) == (Neighbouring.REPLACE_ONE, Neighbouring.ZERO_OUT)
 
 
 class ThreatModel(str, enum.Enum):
@@ -84,6 +105,20 @@ class PrivacyGuarantee:
     def is_finite(self) -> bool:
         """Whether epsilon is finite."""
         return math.isfinite(self.epsilon)
+
+    def under(self, neighbouring: Neighbouring | str) -> PrivacyGuarantee:
+        """The same guarantee stated under ``neighbouring``, which this guarantee's relation must imply.
+
+        Examples:
+            >>> PrivacyGuarantee(1.0, 1e-6).under("zero-out")
+            PrivacyGuarantee(epsilon=1.0, delta=1e-06, neighbouring='zero-out')
+        """
+        relation = Neighbouring.parse(neighbouring, "PrivacyGuarantee.under")
+        if not self.neighbouring.implies(relation):
+            raise invalid(
+                "neighbouring", "PrivacyGuarantee.under", f"a relation that {self.neighbouring.value!r} implies", relation.value
+            )
+        return PrivacyGuarantee(self.epsilon, self.delta, relation)
 
     def __repr__(self) -> str:
         return f"PrivacyGuarantee(epsilon={self.epsilon!r}, delta={self.delta!r}, neighbouring={self.neighbouring.value!r})"

@@ -38,7 +38,7 @@ from privsum._validation import (
     check_real,
     invalid,
 )
-from privsum.accounting import GuaranteeEvent, ParallelEvent, PrivacyEvent, PrivacyGuarantee
+from privsum.accounting import GuaranteeEvent, Neighbouring, ParallelEvent, PrivacyEvent, PrivacyGuarantee, RelationEvent
 from privsum.exceptions import PrivacyLeakWarning
 from privsum.shuffle import EXECUTION_PATHS, MessageBatch, MessageHistogram, ShuffleProtocol
 from privsum.shuffle.noise import discrete_laplace_variance, sample_discrete_laplace, sample_negative_binomial
@@ -49,6 +49,7 @@ from privsum.sums.clipped_shares import SparseMultiMessageSum
 from privsum.sums.correlated import CorrelatedNoiseSum
 
 __all__ = [
+    "CLIPPED_RELATIONS",
     "INSTANCE_METHODS",
     "CentralClippedSum",
     "ClippedSum",
@@ -59,11 +60,28 @@ __all__ = [
     "full_domain_correlated_sum",
     "full_domain_multi_message_sum",
     "sub_domain_index",
+    "touched_parts",
     "upper_tail_threshold",
 ]
 
 INSTANCE_METHODS = ("auto", "correlated", "multi-message")
 InstanceProtocol = CorrelatedNoiseSum | SparseMultiMessageSum
+#: Relations the clipped sums are accounted under (the null input is ``0``, the zero vector, the empty set).
+CLIPPED_RELATIONS = (Neighbouring.REPLACE_ONE, Neighbouring.ZERO_OUT)
+
+
+def touched_parts(neighbouring: Neighbouring) -> int:
+    """How many disjoint parts (sub-domains, sparsity levels) one neighbouring change touches.
+
+    Replace-one: 2 (the value may move from one part to another). Zero-out: 1 (the null input
+    lies in part 0 and contributes nothing to it, so only the user's own part changes).
+    """
+    return 2 if neighbouring == Neighbouring.REPLACE_ONE else 1
+
+
+def stated_under(event: PrivacyEvent, neighbouring: Neighbouring) -> PrivacyEvent:
+    """``event`` (an instance's replace-one event) stated under the protocol's relation."""
+    return event if event.neighbouring == neighbouring else RelationEvent(event, neighbouring)
 
 
 # --------------------------------------------------------------------------- sub-domains and thresholds
@@ -326,15 +344,20 @@ class ClippedSum(ShuffleProtocol):
         instances: ``log2 U + 1`` instance protocols, instance ``j`` with domain ``2^j`` and ``n_users``.
         failure_probability: ``beta``: the chance that ``tau`` overshoots (sets the thresholds).
         resolution: real value of one integer step (real inputs), or ``None`` for integer inputs.
+        neighbouring: ``"replace-one"`` (default) or ``"zero-out"`` (see Privacy).
 
     Privacy:
-        Replace-one, communication threat (the shuffled multiset), trusted shuffler. The instances
-        are independent mechanisms on disjoint columns of a user-by-sub-domain table; a user whose
-        value moves from ``I_j`` to ``I_k`` changes one entry of column ``j`` and one of column
-        ``k``, so the guarantee is the basic composition of two instances' guarantees:
-        ``ParallelEvent(instance events, parts_per_user=2)`` (SPEC 0; the paper's parallel
-        composition argument is for a change touching one sub-domain). `from_privacy` therefore
-        runs every instance at ``(epsilon/2, delta/2)``. The instances' own guarantees are those of
+        Communication threat (the shuffled multiset), trusted shuffler. The instances are
+        independent mechanisms on disjoint columns of a user-by-sub-domain table.
+        **Replace-one** (default): a user whose value moves from ``I_j`` to ``I_k`` changes one
+        entry of column ``j`` and one of column ``k``, so the guarantee is the basic composition of
+        two instances' guarantees: ``ParallelEvent(instance events, parts_per_user=2)`` (SPEC 0),
+        and `from_privacy` runs every instance at ``(epsilon/2, delta/2)``. **Zero-out**: a user's
+        value is replaced by ``0`` (who takes part is unchanged); ``0`` contributes nothing to any
+        instance, so the change touches only the user's own sub-domain and every instance runs at
+        the full ``(epsilon, delta)``. This is the accounting of seed 004's parallel-composition
+        argument; under replace-one the same protocol is only ``(2 epsilon, (1 + e^epsilon) delta)``-DP
+        (`zero_out_to_replace_one`). The instances' own guarantees are those of
         `CorrelatedNoiseSum` (analytic: GKMPS21's claim with SPEC 3.2's constants) and
         `SparseMultiMessageSum` (epsilon exact from the noise; delta from BBGN20's share theorem,
         not verified here). The analyzer (thresholds, ``tau``) is post-processing.
@@ -364,6 +387,9 @@ class ClippedSum(ShuffleProtocol):
         >>> guarantee = protocol.guarantee
         >>> guarantee.epsilon <= 1.0, round(guarantee.epsilon, 6), guarantee.delta <= 1e-6, guarantee.neighbouring.value
         (True, 1.0, True, 'replace-one')
+        >>> zero_out = ClippedSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=2_000, domain=2**10, neighbouring="zero-out")
+        >>> round(zero_out.instances[5].guarantee.epsilon / protocol.instances[5].guarantee.epsilon, 6), str(zero_out.guarantee)
+        (2.0, '(1, 1e-06)-DP, zero-out')
     """
 
     streams_chunks: ClassVar[bool] = True
@@ -373,9 +399,11 @@ class ClippedSum(ShuffleProtocol):
     instances: tuple[InstanceProtocol, ...]
     failure_probability: float = 0.1
     resolution: float | None = None
+    neighbouring: Neighbouring | str = Neighbouring.REPLACE_ONE
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
+        object.__setattr__(self, "neighbouring", Neighbouring.parse(self.neighbouring, owner, CLIPPED_RELATIONS))
         n_users = check_integer(self.n_users, "n_users", owner, low=2)
         domain = check_integer(self.domain, "domain", owner, low=1)
         if domain & (domain - 1):
@@ -408,11 +436,12 @@ class ClippedSum(ShuffleProtocol):
         method: str = "auto",
         max_correlated_domain: int = 64,
         resolution: float | None = None,
+        neighbouring: Neighbouring | str = Neighbouring.REPLACE_ONE,
     ) -> ClippedSum:
-        """Instances at ``(epsilon/2, delta/2)`` each, so the replace-one headline is ``(epsilon, delta)``.
+        """Instances at ``(epsilon/2, delta/2)`` (replace-one) or ``(epsilon, delta)`` (zero-out); headline ``(epsilon, delta)``.
 
         Args:
-            epsilon: target epsilon (replace-one).
+            epsilon: target epsilon under ``neighbouring``.
             delta: target delta in ``(0, 1)``.
             n_users: number of users.
             domain: ``U``, a power of two.
@@ -422,8 +451,11 @@ class ClippedSum(ShuffleProtocol):
                 (GKMPS21 everywhere) or ``"multi-message"`` (BBGN20 everywhere).
             max_correlated_domain: largest sub-domain width for which ``"auto"`` considers GKMPS21.
             resolution: see the class.
+            neighbouring: ``"replace-one"`` or ``"zero-out"`` (see the class).
         """
         owner = f"{cls.__name__}.from_privacy"
+        neighbouring = Neighbouring.parse(neighbouring, owner, CLIPPED_RELATIONS)
+        parts = touched_parts(neighbouring)
         epsilon = check_epsilon(epsilon, owner)
         delta = check_delta(delta, owner, allow_zero=False)
         n_users = check_integer(n_users, "n_users", owner, low=2)
@@ -435,8 +467,8 @@ class ClippedSum(ShuffleProtocol):
         instances = tuple(
             choose_instance(
                 # margins: BBGN20 recomputes epsilon and delta in floating point (relative error ~1e-12)
-                epsilon=epsilon / 2 * (1 - 1e-9),
-                delta=delta / 2 * (1 - 1e-9),
+                epsilon=epsilon / parts * (1 - 1e-9),
+                delta=delta / parts * (1 - 1e-9),
                 n_users=n_users,
                 domain=2**j,
                 method=method,
@@ -445,7 +477,12 @@ class ClippedSum(ShuffleProtocol):
             for j in range(domain.bit_length())
         )
         return cls(
-            n_users=n_users, domain=domain, instances=instances, failure_probability=failure_probability, resolution=resolution
+            n_users=n_users,
+            domain=domain,
+            instances=instances,
+            failure_probability=failure_probability,
+            resolution=resolution,
+            neighbouring=neighbouring,
         )
 
     # ----------------------------------------------------------------- description
@@ -456,8 +493,9 @@ class ClippedSum(ShuffleProtocol):
 
     @property
     def event(self) -> ParallelEvent:
-        """The instances in parallel, two touched per replace-one change."""
-        return ParallelEvent(tuple(p.event for p in self.instances), parts_per_user=2)
+        """The instances in parallel, two touched per replace-one change, one per zero-out change."""
+        events = tuple(stated_under(p.event, self.neighbouring) for p in self.instances)
+        return ParallelEvent(events, parts_per_user=touched_parts(self.neighbouring))
 
     @property
     def alphabet(self) -> range:  # type: ignore[override]
@@ -547,8 +585,8 @@ class ClippedSum(ShuffleProtocol):
         """The guarantee achieved when ``n_participants`` users take part (`event` for ``n_users``, or more without BBGN20).
 
         Fewer: every instance's own `event_for_participants` (the noise its participants actually
-        send), composed as the headline is: ``ParallelEvent(..., parts_per_user=2)``. Where that
-        composition's delta would reach 1, no guarantee (``epsilon = inf``).
+        send), composed as the headline is (`event`). Where that composition's delta would reach
+        1, no guarantee (``epsilon = inf``).
 
         Raises:
             InvalidParameterError: more than ``n_users`` participants with a BBGN20 instance.
@@ -557,8 +595,8 @@ class ClippedSum(ShuffleProtocol):
         n_participants = check_participant_count(n_participants, self.n_users, self.instances, owner)
         if n_participants >= self.n_users:
             return self.event
-        events = tuple(p.event_for_participants(n_participants) for p in self.instances)
-        return parallel_event_or_none(events, parts_per_user=2)
+        events = tuple(stated_under(p.event_for_participants(n_participants), self.neighbouring) for p in self.instances)
+        return parallel_event_or_none(events, parts_per_user=touched_parts(self.neighbouring))
 
     # ----------------------------------------------------------------- roles (values validated, participants not checked)
     def _pairs(self, values: np.ndarray) -> list[tuple[InstanceProtocol, np.ndarray]]:
@@ -778,7 +816,8 @@ class CentralClippedSum:
         Replace-one, central (a trusted curator sees every value). With a given ``tau``: pure
         ``epsilon``-DP (sensitivity ``tau``; the OpenDP path checks its privacy map). With the
         oracle ``tau`` the threshold is read from the data: **not differentially private**; it is the
-        reference "clipping at the true maximum" and its `guarantee` is ``epsilon = inf``.
+        reference "clipping at the true maximum" and its `guarantee` is ``epsilon = inf``. The
+        guarantee holds under zero-out too, with the same noise (``guarantee.under("zero-out")``).
 
     Utility:
         Bias ``-sum_i max(x_i - tau, 0)``; noise variance ``2a/(1-a)^2`` with ``a = e^{-epsilon/tau}``.
@@ -862,7 +901,11 @@ class PrivateCentralClippedSum:
         ``u_j`` offset and ``u_j`` has sensitivity 1: the exponential mechanism is
         ``epsilon_1``-DP; given ``tau``, the clipped sum changes by at most ``tau`` and the
         discrete Laplace release is ``epsilon_2``-DP; basic (adaptive) composition gives
-        ``epsilon_1 + epsilon_2``. The selection probabilities are computed in floating point (a
+        ``epsilon_1 + epsilon_2``. Zero-out pairs are replace-one pairs, and replacing a value by
+        ``0`` moves every ``c_j`` by at most 1 and the clipped sum by at most ``tau`` as well, so
+        the same mechanism is the zero-out reference (``guarantee.under("zero-out")``): no central
+        mechanism of this type gains from the narrower relation, unlike `ClippedSum`, whose two
+        touched sub-domains become one. The selection probabilities are computed in floating point (a
         reference, not a hardened release); the exact output law is checked in the tests.
 
     Utility:

@@ -34,6 +34,7 @@ from privsum._validation import (
 from privsum.accounting import (
     DEFAULT_DISCRETIZATION,
     GuaranteeEvent,
+    Neighbouring,
     ParallelEvent,
     PLDPair,
     PrivacyEvent,
@@ -48,6 +49,7 @@ from privsum.shuffle.sparse import SparseMessageHistogram
 from privsum.shuffle.streaming import PartialView, is_chunk_stream
 from privsum.sums._common import check_has_users, randomized_round
 from privsum.sums.clipped import (
+    CLIPPED_RELATIONS,
     INSTANCE_METHODS,
     ClippedSum,
     InstanceProtocol,
@@ -240,11 +242,14 @@ class ClippedVectorSum(ShuffleProtocol):
         composition: how ``headline`` was obtained (``"advanced"`` or ``"tight"``).
 
     Privacy:
-        Replace-one, trusted shuffler. For one coordinate, the positive and negative columns are
-        ``2 (log2 U + 1)`` instances on disjoint parts of the data (a coordinate's value lies in
-        one sub-domain of one sign) and a change touches at most two of them, so a coordinate costs
-        what one `ClippedSum` costs; a user's change touches every coordinate, composed over ``d'``
-        by advanced composition or numerically (`per_mechanism_budget`). The rotation is public.
+        Trusted shuffler; replace-one, or zero-out (a user's vector replaced by the zero vector,
+        whose rotation is zero) as ``coordinate.neighbouring`` states. For one coordinate, the
+        positive and negative columns are ``2 (log2 U + 1)`` instances on disjoint parts of the
+        data (a coordinate's value lies in one sub-domain of one sign); a replace-one change
+        touches at most two of them and a zero-out change one, so a coordinate costs what one
+        `ClippedSum` under that relation costs; a user's change touches every coordinate, composed
+        over ``d'`` by advanced composition or numerically (`per_mechanism_budget`). The rotation
+        is public.
         Fewer participants than ``n_users``: a warning, and `event_for_participants` composes the
         coordinate's achieved guarantee over ``d'`` as the headline was (`compose_like_budget`).
 
@@ -282,8 +287,8 @@ class ClippedVectorSum(ShuffleProtocol):
         check_real(self.radius, "radius", owner, low=0.0, low_open=True)
         if not isinstance(self.coordinate, ClippedSum) or self.coordinate.n_users != n_users or self.coordinate.resolution:
             raise invalid("coordinate", owner, f"an integer-input ClippedSum for n_users={n_users}", self.coordinate)
-        if not isinstance(self.headline, PrivacyGuarantee):
-            raise invalid("headline", owner, "a PrivacyGuarantee", self.headline)
+        if not isinstance(self.headline, PrivacyGuarantee) or self.headline.neighbouring != self.coordinate.neighbouring:
+            raise invalid("headline", owner, f"a PrivacyGuarantee under {self.coordinate.neighbouring.value!r}", self.headline)
         check_integer(self.seed, "seed", owner, low=0, high=2**63 - 1)
         check_choice(self.composition, "composition", owner, COMPOSITIONS)
 
@@ -301,11 +306,12 @@ class ClippedVectorSum(ShuffleProtocol):
         seed: int = 0,
         failure_probability: float = 0.1,
         method: str = "auto",
+        neighbouring: Neighbouring | str = Neighbouring.REPLACE_ONE,
     ) -> ClippedVectorSum:
         """Per-coordinate budget from composing over ``d'`` coordinates; ``beta`` split over the ``2 d'`` thresholds.
 
         Args:
-            epsilon: target epsilon (replace-one).
+            epsilon: target epsilon under ``neighbouring``.
             delta: target delta in ``(0, 1)``.
             n_users: number of users.
             dimension: ``d``.
@@ -315,8 +321,10 @@ class ClippedVectorSum(ShuffleProtocol):
             seed: public rotation seed.
             failure_probability: ``beta`` for all thresholds together.
             method: instance choice, see `ClippedSum.from_privacy`.
+            neighbouring: ``"replace-one"`` or ``"zero-out"`` (see the class).
         """
         owner = f"{cls.__name__}.from_privacy"
+        neighbouring = Neighbouring.parse(neighbouring, owner, CLIPPED_RELATIONS)
         calibration = check_choice(calibration, "calibration", owner, ("analytic", "tight"))
         dimension = check_integer(dimension, "dimension", owner, low=1)
         failure_probability = check_probability(failure_probability, "failure_probability", owner, allow_zero=False)
@@ -330,13 +338,14 @@ class ClippedVectorSum(ShuffleProtocol):
             domain=levels,
             failure_probability=failure_probability / (2 * padded),
             method=method,
+            neighbouring=neighbouring,
         )
         return cls(
             n_users=n_users,
             dimension=dimension,
             radius=radius,
             coordinate=coordinate,
-            headline=headline,
+            headline=headline.under(neighbouring),
             seed=seed,
             composition=composition,
         )
@@ -495,6 +504,8 @@ class SparseVectorAggregation(ShuffleProtocol):
         (count + coordinate block) guarantee: `from_privacy` gives each level ``(epsilon/2,
         delta/2)``. Instance guarantees as in `ClippedSum`. Fewer participants than ``n_users``:
         a warning, and `event_for_participants` recomposes the instances' achieved guarantees.
+        Replace-one only: the empty set belongs to level 0 and is counted there, so even zero-out
+        touches two levels and would gain nothing.
 
     Utility:
         ``l_inf`` error ``O(tau log(d log d / beta) / epsilon)``-type with ``tau`` the sparsity

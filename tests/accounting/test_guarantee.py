@@ -3,7 +3,7 @@ import math
 import pytest
 
 from privsum import InvalidParameterError
-from privsum.accounting import Neighbouring, PrivacyGuarantee, ThreatModel
+from privsum.accounting import GuaranteeEvent, Neighbouring, PrivacyGuarantee, RelationEvent, ThreatModel, zero_out_to_replace_one
 
 
 @pytest.mark.parametrize("epsilon", [math.nan, -1.0, 0.0, -math.inf, "1", None, True])
@@ -42,3 +42,32 @@ def test_threat_model_parse():
     assert ThreatModel.parse("model") is ThreatModel.MODEL
     with pytest.raises(InvalidParameterError, match="'threat_model'"):
         ThreatModel.parse("server")
+
+
+def test_zero_out_is_implied_by_replace_one_only():
+    assert Neighbouring.REPLACE_ONE.implies(Neighbouring.ZERO_OUT)
+    assert not Neighbouring.ZERO_OUT.implies(Neighbouring.REPLACE_ONE)
+    assert not Neighbouring.ADD_REMOVE.implies(Neighbouring.ZERO_OUT)
+    assert all(relation.implies(relation) for relation in Neighbouring)
+    assert PrivacyGuarantee(1.0, 1e-6).under("zero-out") == PrivacyGuarantee(1.0, 1e-6, "zero-out")
+    with pytest.raises(InvalidParameterError, match="'neighbouring'"):
+        PrivacyGuarantee(1.0, 1e-6, "zero-out").under("replace-one")
+    with pytest.raises(InvalidParameterError, match="'neighbouring'.*'add-remove' or 'replace-one'"):
+        Neighbouring.parse("zero-out", "f", (Neighbouring.ADD_REMOVE, Neighbouring.REPLACE_ONE))
+
+
+def test_relation_event_keeps_the_mechanism_and_checks_the_relation():
+    event = GuaranteeEvent(PrivacyGuarantee(0.5, 1e-7))
+    restated = RelationEvent(event, "zero-out")
+    assert restated.guarantee == PrivacyGuarantee(0.5, 1e-7, "zero-out")
+    assert restated.pld().epsilon(1e-6) == event.pld().epsilon(1e-6)
+    with pytest.raises(InvalidParameterError, match="'relation'"):
+        RelationEvent(GuaranteeEvent(PrivacyGuarantee(0.5, 1e-7, "zero-out")), "replace-one")
+
+
+def test_zero_out_to_replace_one_is_group_privacy_of_two():
+    implied = zero_out_to_replace_one(PrivacyGuarantee(0.5, 1e-6, "zero-out"))
+    assert implied == PrivacyGuarantee(1.0, (1 + math.exp(0.5)) * 1e-6, "replace-one")
+    assert not zero_out_to_replace_one(PrivacyGuarantee(5.0, 0.1, "zero-out")).is_finite
+    with pytest.raises(InvalidParameterError, match="'guarantee'"):
+        zero_out_to_replace_one(PrivacyGuarantee(0.5, 1e-6))

@@ -15,6 +15,7 @@ from privsum.accounting import (
     PrivacyGuarantee,
     PrivacyProfile,
     ProfileEvent,
+    RelationEvent,
     WorstCaseProfile,
 )
 from privsum.apps import ShuffledKDEClassifier
@@ -102,6 +103,7 @@ CONSTRUCTORS: dict[str, tuple[type, dict[str, Any]]] = {
     "ProfileEvent": (ProfileEvent, {"profile": PROFILE, "headline": PrivacyGuarantee(PROFILE.epsilon(0.0), 0.0)}),
     "ComposedEvent": (ComposedEvent, {"event": GuaranteeEvent(GUARANTEE), "count": 3}),
     "ParallelEvent": (ParallelEvent, {"events": (GuaranteeEvent(GUARANTEE),) * 2, "parts_per_user": 1}),
+    "RelationEvent": (RelationEvent, {"event": GuaranteeEvent(GUARANTEE), "relation": "zero-out"}),
     "DiscreteGaussianEvent": (DiscreteGaussianEvent, {"sigma": 5.0, "headline": PrivacyGuarantee(1.0, 1e-3)}),
     "PrivacyProfile": (PrivacyProfile, {"p": [0.5, 0.5], "q": [0.25, 0.75]}),
     "WorstCaseProfile": (WorstCaseProfile, {"profiles": [PROFILE]}),

@@ -13,12 +13,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
 
-from privsum.accounting import ParallelEvent
+from privsum.accounting import ParallelEvent, PrivacyProfile, zero_out_to_replace_one
 from privsum.exceptions import InvalidParameterError, PrivacyLeakWarning
 from privsum.shuffle import MessageBatch
 from privsum.shuffle.noise import discrete_laplace_pmf
 from privsum.shuffle.sparse import SparseMessageHistogram
-from privsum.sums import CorrelatedNoiseSum
+from privsum.sums import ClippedVectorSum, CorrelatedNoiseSum
 from privsum.sums.clipped import (
     CentralClippedSum,
     ClippedSum,
@@ -443,3 +443,93 @@ def test_private_central_validation_names_the_parameter():
             PrivateCentralClippedSum(**kwargs)
     with pytest.raises(InvalidParameterError, match="'x'"):
         PrivateCentralClippedSum(epsilon=1.0, domain=8).release(np.array([1, 9]))
+
+
+# --------------------------------------------------------------------------- zero-out relation
+def _instance_inputs(protocol: ClippedSum, value: int) -> np.ndarray:
+    """One user's input to every sub-domain instance (the user-by-sub-domain table's row)."""
+    return np.array([int(column[0, 0]) for column in protocol._columns(np.array([[value]]))])
+
+
+def _noise_loss_profile(protocol: ClippedSum, x: np.ndarray, y: np.ndarray) -> PrivacyProfile:
+    """Exact profile of the instances' noisy totals (input totals plus each instance's ``DLap(a_j)``) on datasets ``x``, ``y``.
+
+    For a shift ``s >= 0`` the loss of ``DLap(a)`` at ``k`` is ``|k - s| - |k|`` times ``log(1/a)``: it is constant for
+    ``k <= 0`` (mass ``1/(1+a)``) and for ``k >= s`` (mass ``a^s/(1+a)``), so the law of the loss has ``s + 1`` atoms.
+    The instances are independent: the joint pair is the outer product of the per-instance pairs.
+    """
+    p_joint, q_joint = np.ones(1), np.ones(1)
+    shifts = np.abs(sum(_instance_inputs(protocol, int(v)) for v in x) - sum(_instance_inputs(protocol, int(v)) for v in y))
+    for instance, shift in zip(protocol.instances, shifts, strict=True):
+        a = instance.central_ratio if isinstance(instance, CorrelatedNoiseSum) else instance.noise_ratio
+        k = np.arange(shift + 1)
+        p = (1 - a) / (1 + a) * a**k
+        p[0], p[-1] = 1 / (1 + a), a**shift / (1 + a)
+        if shift == 0:
+            p = np.ones(1)
+        p_joint, q_joint = np.outer(p_joint, p).ravel(), np.outer(q_joint, p[::-1]).ravel()
+    return PrivacyProfile(p_joint, q_joint)
+
+
+def test_zero_out_changes_one_instance_and_replace_one_at_most_two():
+    protocol = ClippedSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=1_000, domain=2**4, method="multi-message")
+    widths = 2 ** np.arange(protocol.n_sub_domains)
+    for value in range(protocol.domain + 1):
+        for other in range(protocol.domain + 1):
+            change = np.abs(_instance_inputs(protocol, value) - _instance_inputs(protocol, other))
+            assert np.all(change <= widths)
+            assert np.count_nonzero(change) <= (1 if other == 0 else 2)
+    assert np.count_nonzero(_instance_inputs(protocol, 16) - _instance_inputs(protocol, 1)) == 2  # the halving is needed
+
+
+def test_zero_out_runs_every_instance_at_the_full_budget():
+    replace = ClippedSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=100_000, domain=2**20)
+    zero_out = ClippedSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=100_000, domain=2**20, neighbouring="zero-out")
+    assert zero_out.event.parts_per_user == 1 and replace.event.parts_per_user == 2
+    for half, full in zip(replace.instances, zero_out.instances, strict=True):
+        assert full.guarantee.epsilon == pytest.approx(2 * half.guarantee.epsilon, rel=1e-9)
+    guarantee = zero_out.guarantee
+    assert guarantee.neighbouring.value == "zero-out" and guarantee.epsilon <= 1.0 and guarantee.delta <= 1e-6
+    assert zero_out.event.pld().epsilon(1e-6) <= 1.0 + 1e-9
+    implied = zero_out_to_replace_one(guarantee)
+    assert implied.epsilon == pytest.approx(2 * guarantee.epsilon) and implied.neighbouring.value == "replace-one"
+    assert np.all(zero_out.thresholds < replace.thresholds)
+    with pytest.raises(InvalidParameterError, match="'neighbouring'"):
+        ClippedSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=1_000, domain=16, neighbouring="add-remove")
+    with pytest.raises(InvalidParameterError, match="'neighbouring'"):
+        ClippedSum(n_users=1_000, domain=1, instances=zero_out.instances[:1], neighbouring="swap")
+
+
+@pytest.mark.parametrize("neighbouring", ["replace-one", "zero-out"])
+def test_noise_of_every_neighbouring_pair_is_within_the_instance_budget_exactly(neighbouring):
+    protocol = ClippedSum.from_privacy(
+        epsilon=1.0, delta=1e-6, n_users=1_000, domain=2**3, method="multi-message", neighbouring=neighbouring
+    )
+    base = np.array([0, 3, 8])
+    worst = 0.0
+    for index in range(base.size):
+        for value in [0] if neighbouring == "zero-out" else range(protocol.domain + 1):
+            other = base.copy()
+            other[index] = value
+            worst = max(worst, _noise_loss_profile(protocol, base, other).epsilon(0.0))
+    assert worst <= protocol.guarantee.epsilon * (1 + 1e-9)
+    assert worst >= 0.45 * protocol.guarantee.epsilon  # the noise's pure part is most of the budget
+
+
+def test_zero_out_calibration_is_not_a_replace_one_guarantee():
+    zero_out = ClippedSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=1_000, domain=2**3, neighbouring="zero-out")
+    moved = _noise_loss_profile(zero_out, np.array([8, 0]), np.array([4, 0]))  # 8 -> 4: two sub-domains change
+    assert moved.epsilon(0.0) > zero_out.guarantee.epsilon
+    assert moved.epsilon(0.0) <= zero_out_to_replace_one(zero_out.guarantee).epsilon * (1 + 1e-9)
+
+
+def test_vector_sum_under_zero_out_composes_full_budget_coordinates():
+    kwargs = dict(epsilon=4.0, delta=1e-6, n_users=500, dimension=6, radius=1.0, levels=2**8)
+    replace = ClippedVectorSum.from_privacy(**kwargs)
+    zero_out = ClippedVectorSum.from_privacy(**kwargs, neighbouring="zero-out")
+    assert zero_out.guarantee.neighbouring.value == "zero-out" and zero_out.guarantee.epsilon <= 4.0
+    assert zero_out.coordinate.event.parts_per_user == 1
+    per_instance = [p.guarantee.epsilon for p in zero_out.coordinate.instances]
+    assert per_instance == pytest.approx([2 * p.guarantee.epsilon for p in replace.coordinate.instances], rel=1e-9)
+    with pytest.raises(InvalidParameterError, match="'headline'"):
+        ClippedVectorSum(n_users=500, dimension=6, radius=1.0, coordinate=zero_out.coordinate, headline=replace.guarantee)

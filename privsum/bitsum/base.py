@@ -57,8 +57,15 @@ class BitSumProtocol(ShuffleProtocol):
         return np.sqrt(self.variance(true_sum))
 
     def check_bits(self, bits: Any) -> np.ndarray:
-        """Validate bits and return them as an integer array of shape ``(n_users, n_instances)``."""
-        array = check_array(bits, "bits", type(self).__name__, ndim=(1, 2), low=0, high=1, integer=True)
+        """Validate bits and return them as an integer array of shape ``(n_users, n_instances)``.
+
+        An integer numpy array is checked in one pass, without a copy; anything else (and an
+        array that fails that check, for the error message) goes through the general check.
+        """
+        if _integer_bits_in_one_pass(bits):
+            array = bits
+        else:
+            array = check_array(bits, "bits", type(self).__name__, ndim=(1, 2), low=0, high=1, integer=True)
         if array.shape[0] == 0 or array.size == 0:
             raise invalid(
                 "bits", type(self).__name__, "a non-empty array (at least one user and one instance)", f"shape {array.shape}"
@@ -99,11 +106,17 @@ class BitSumProtocol(ShuffleProtocol):
         path = check_choice(path, "path", owner, EXECUTION_PATHS)
         bits = self.check_bits(chunk)
         generator = as_generator(rng, owner)
-        if path == "faithful":
-            histogram = self.view(self._messages_of_bits(bits, generator))
-        else:
-            histogram = self._view_of_bits(bits, generator)
+        view_of_bits = self._faithful_view_of_bits if path == "faithful" else self._view_of_bits
+        histogram = view_of_bits(bits, generator)
         return PartialView(histogram, bits.shape[0])
+
+    def _faithful_view_of_bits(self, bits: np.ndarray, generator: np.random.Generator) -> MessageHistogram:
+        """The histogram of every user's randomized messages (validated bits, no participant check).
+
+        The default materialises the messages (`_messages_of_bits`) and counts them; a subclass
+        may count while randomizing, as long as every user's randomizer is still run.
+        """
+        return self.view(self._messages_of_bits(bits, generator))
 
     def _messages_of_bits(self, bits: np.ndarray, generator: np.random.Generator) -> MessageBatch:
         """`randomize` on validated bits, without the participant check."""
@@ -126,6 +139,20 @@ class BitSumProtocol(ShuffleProtocol):
                 PrivacyLeakWarning,
                 stacklevel=3,
             )
+
+
+def _integer_bits_in_one_pass(bits: Any) -> bool:
+    """Whether ``bits`` is a non-empty 1-D or 2-D integer numpy array of zeros and ones (one pass, no copy).
+
+    Read as unsigned integers of the same width, negative entries become large, so one
+    maximum at most 1 proves every entry is 0 or 1.
+    """
+    if type(bits) is not np.ndarray or bits.ndim not in (1, 2) or bits.size == 0:
+        return False
+    if bits.dtype.kind not in "iu":
+        return False
+    unsigned = bits.view(np.dtype(bits.dtype.str.replace("i", "u")))  # same width and byte order
+    return bool(unsigned.max() <= 1)
 
 
 def instance_ids(n_users: int, n_instances: int) -> np.ndarray:

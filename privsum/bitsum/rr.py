@@ -25,6 +25,10 @@ from privsum.shuffle.messages import MessageBatch
 __all__ = ["LocalRRBitSum", "RRBitSum", "rr_worst_case_delta_bound", "rr_worst_case_epsilon"]
 
 _SMALLEST_FLIP = 1e-12
+# Blocks of the counting faithful view: at most 255 users (so that per-block counts fit in uint8)
+# and about 2^15 entries (256 KiB of float64 uniforms: the block stays in a core's L2 cache).
+_MAX_BLOCK_ROWS = 255
+_BLOCK_ENTRIES = 1 << 15
 # A verified delta may exceed its target only by float rounding.
 _RTOL = 1e-9
 
@@ -51,6 +55,35 @@ class _FlippedReports(BitSumProtocol):
     def _messages_of_bits(self, bits: np.ndarray, generator: np.random.Generator) -> MessageBatch:
         flips = generator.random(bits.shape) < self.flip_probability
         return MessageBatch(instance_ids(*bits.shape), (bits ^ flips).ravel(), bits.shape[1])
+
+    def _faithful_view_of_bits(self, bits: np.ndarray, generator: np.random.Generator) -> MessageHistogram:
+        """Every user's report, its bit XOR ``Bern(q)``, counted per instance without listing the messages.
+
+        Each flip is ``U < q`` for its own float64 uniform ``U``, exactly as in `_messages_of_bits`,
+        and the uniforms are drawn in the same order (users in blocks, each block in C order), so
+        for the same generator the histogram is the one of the listed messages. Memory: one block
+        (at most 255 users, about ``2^15`` entries, so that it stays in cache).
+        """
+        n_seen, n_instances = bits.shape
+        rows = max(1, min(_MAX_BLOCK_ROWS, _BLOCK_ENTRIES // n_instances))
+        uniforms = np.empty((rows, n_instances))
+        flips = np.empty((rows, n_instances), dtype=bool)
+        reports = np.empty((rows, n_instances), dtype=np.uint8)
+        one_byte = bits.dtype.itemsize == 1  # validated 0/1 bytes read as uint8 without a copy
+        source = bits.view(np.uint8) if one_byte else bits
+        reported = np.zeros(n_instances, dtype=np.int64)
+        for start in range(0, n_seen, rows):
+            size = min(rows, n_seen - start)
+            block_flips, block_reports = flips[:size], reports[:size]
+            generator.random(out=uniforms[:size])
+            np.less(uniforms[:size], self.flip_probability, out=block_flips)
+            block_bits = source[start : start + size]
+            if not one_byte:  # wider integers: copied to bytes first (0/1, so exactly)
+                np.copyto(block_reports, block_bits, casting="unsafe")
+                block_bits = block_reports
+            np.bitwise_xor(block_bits, block_flips.view(np.uint8), out=block_reports)
+            reported += block_reports.sum(axis=0, dtype=np.uint8)  # at most 255 rows: no overflow
+        return MessageHistogram(np.stack([n_seen - reported, reported], axis=1), self.alphabet)
 
     def sample_view(self, x: Any, *, rng: RNGLike = None) -> MessageHistogram:
         """Exact fast path: the count of reported ones is ``Bin(S, 1-q) + Bin(n-S, q)``."""

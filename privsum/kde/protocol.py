@@ -307,7 +307,7 @@ class ShuffledKDE(ShuffleProtocol):
                     if curated:
                         ones[columns] += bits.sum(axis=0, dtype=np.int64)
                     elif path == "faithful":
-                        counts[columns] += self.bitsum.view(self.bitsum._messages_of_bits(bits, generator)).counts
+                        counts[columns] += self.bitsum._faithful_view_of_bits(bits, generator).counts
                     else:
                         counts[columns] += self.bitsum._view_of_bits(bits, generator).counts
         if curated:  # noise-free counts: the curator's noise is added once, by complete_view

@@ -12,6 +12,7 @@ from privsum.accounting import GuaranteeEvent, PrivacyProfile
 from privsum.bitsum import LocalRRBitSum, RRBitSum
 from privsum.bitsum.exact import rr_profile, rr_worst_case_delta
 from privsum.bitsum.rr import _block_pair, rr_worst_case_delta_bound, rr_worst_case_epsilon
+from privsum.shuffle import UserChunks
 from privsum.testing import ProtocolConformance, assert_mean, assert_same_distribution, assert_variance
 
 N = 300
@@ -114,6 +115,46 @@ def test_fast_and_faithful_paths_agree_in_distribution():
     fast = protocol.sample_view(bits, rng=6).count(1)
     faithful = protocol.view(protocol.shuffle(protocol.randomize(bits, rng=7), rng=8)).count(1)
     assert_same_distribution(fast, faithful)
+
+
+def _bits(shape, dtype, seed=0):
+    return (np.random.default_rng(seed).random(shape) < 0.3).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int64, bool])
+@pytest.mark.parametrize("shape", [(1000, 3), (7, 40_000), (513,)])
+def test_streamed_faithful_view_is_the_histogram_of_the_listed_messages(dtype, shape):
+    # The counting faithful view draws the same uniforms in the same order as `randomize`.
+    protocol = RRBitSum(n_users=5, flip_probability=0.2, delta=1e-6)
+    bits = _bits(shape, dtype)
+    counted = protocol.partial_view(bits, rng=11, path="faithful").histogram.counts
+    listed = protocol.view(protocol.randomize(bits, rng=11)).counts
+    np.testing.assert_array_equal(counted, listed)
+
+
+def test_streamed_faithful_view_of_a_strided_array_is_the_histogram_of_the_listed_messages():
+    protocol = LocalRRBitSum(n_users=5, flip_probability=0.3)
+    bits = _bits((900, 8), np.int8)[::3, ::-2]
+    counted = protocol.partial_view(bits, rng=12, path="faithful").histogram.counts
+    listed = protocol.view(protocol.randomize(np.ascontiguousarray(bits), rng=12)).counts
+    np.testing.assert_array_equal(counted, listed)
+
+
+def test_streamed_fast_and_faithful_paths_agree_in_distribution():
+    protocol = RRBitSum(n_users=700, flip_probability=0.1, delta=1e-6)
+    bits = _bits((700, 1), np.int8, seed=13).repeat(3000, axis=1)
+    chunks = [bits[:300], bits[300:]]  # the first chunk spans two blocks of users
+    fast = protocol.sample_view_streamed(UserChunks(chunks), rng=14, path="fast").count(1)
+    faithful = protocol.sample_view_streamed(UserChunks(chunks), rng=15, path="faithful").count(1)
+    assert_same_distribution(fast, faithful)
+    assert_mean(faithful, 0.9 * bits[:, 0].sum() + 0.1 * (700 - bits[:, 0].sum()), variance=700 * 0.1 * 0.9)
+
+
+@pytest.mark.parametrize("bad", [np.array([[0, 2]], np.int8), np.array([[0, -1]], np.int8), np.array([[1, 255]], np.uint8)])
+@pytest.mark.parametrize("path", ["fast", "faithful"])
+def test_bits_outside_zero_one_raise_on_both_streamed_paths(bad, path):
+    with pytest.raises(InvalidParameterError, match="'bits'"):
+        RRBitSum(n_users=1, flip_probability=0.1, delta=1e-6).partial_view(bad, rng=0, path=path)
 
 
 def test_validation_names_the_parameter():

@@ -33,6 +33,11 @@ __all__ = [
 
 _MAX_BUCKET_BITS = 30
 _MAX_SRP_BITS = 20
+#: Adding 1.5 * 2^52 to an integral float ``f`` with ``|f| < 2^51`` is exact and leaves the bits
+#: ``_MAGIC_BITS + f``: a float-to-int64 conversion by one add and one integer subtraction.
+_MAGIC = 6755399441055744.0
+_MAGIC_BITS = np.int64(0x4338000000000000)
+_MAGIC_RANGE = 2.0**50
 
 
 def l2_lsh_collision_probability(distance: Any, bucket_width: float) -> np.ndarray:
@@ -108,6 +113,16 @@ class LSHFamily(LSQFamily):
     def hash_codes(self, points: Any, *, repetitions: Repetitions = None) -> np.ndarray:
         """``(n, d)`` points to ``(n, I)`` bucket indices in ``[0, Q)`` (int64): a new array the caller may modify."""
 
+    def _counter_indices_into(self, points: np.ndarray, out: np.ndarray) -> None:
+        """Write ``i Q + hash_codes(points)[:, i]`` into row ``i`` of ``out``, an ``(I, n)`` int64 C-contiguous buffer.
+
+        These are the indices of the counters in a flattened ``(I, Q)`` array (RACE's layout).
+        ``points`` is `check_points` output (already validated). RACE hashes its chunks through
+        this hook so that a family can reuse one buffer.
+        """
+        rows = np.arange(self.n_repetitions, dtype=np.int64)[:, np.newaxis] * self.n_buckets
+        np.add(self.hash_codes(points).T, rows, out=out)
+
     @abc.abstractmethod
     def spec(self) -> dict[str, Any]:
         """The constructor arguments as JSON-compatible values (for serialisation)."""
@@ -115,6 +130,27 @@ class LSHFamily(LSQFamily):
     @abc.abstractmethod
     def _random_state(self) -> tuple[np.ndarray, ...]:
         """The arrays of public randomness (for the fingerprint)."""
+
+    def check_points(self, points: Any, name: str = "points") -> np.ndarray:
+        """`~privsum.lsq.LSQFamily.check_points`, with a fast path for a contiguous float64 ``(n, d)`` array.
+
+        A finite sum of squares proves every entry finite (an inf or NaN entry makes the sum inf
+        or NaN), and it is one BLAS dot product where the general test builds and scans a boolean
+        array. Any other input, or a sum that overflows, takes the general validation.
+        """
+        if (
+            type(points) is np.ndarray
+            and points.dtype == np.float64
+            and points.ndim == 2
+            and points.shape[1] == self.dimension
+            and (points.flags.c_contiguous or points.flags.f_contiguous)
+        ):
+            flat = points.ravel(order="K")
+            with np.errstate(over="ignore", invalid="ignore"):
+                sum_of_squares = float(np.dot(flat, flat))
+            if math.isfinite(sum_of_squares):
+                return points
+        return super().check_points(points, name)
 
     @property
     def n_coordinates(self) -> int:
@@ -243,6 +279,7 @@ class L2LSH(LSHFamily):
     offsets: np.ndarray = field(init=False, repr=False, compare=False)
     multipliers: np.ndarray = field(init=False, repr=False, compare=False)
     increments: np.ndarray = field(init=False, repr=False, compare=False)
+    _largest_direction: float = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
@@ -258,6 +295,9 @@ class L2LSH(LSHFamily):
         words = rng.integers(0, 2**64, size=(2, self.n_repetitions), dtype=np.uint64, endpoint=False)
         object.__setattr__(self, "multipliers", words[0])
         object.__setattr__(self, "increments", words[1])
+        object.__setattr__(
+            self, "_largest_direction", math.sqrt(float(np.einsum("ij,ij->i", self.directions, self.directions).max()))
+        )
 
     @property
     def bucket_bits(self) -> int:
@@ -272,25 +312,89 @@ class L2LSH(LSHFamily):
         """The unfolded L2-LSH codes ``floor((w_i^T x + b_i)/r)``, ``(n, I)`` int64."""
         selected = self.repetition_indices(repetitions)
         working = apply_projection(self.projection, self.check_points(points))
-        codes = working @ self.directions[selected].T  # in place from here: one (n, I) buffer
-        codes += self.offsets[selected]
-        codes /= self.bucket_width
-        np.floor(codes, out=codes)
+        codes = np.empty((selected.size, working.shape[0]), dtype=np.int64)
+        self._lattice_into(working, selected, codes)
+        return codes.T
+
+    def hash_codes(self, points: Any, *, repetitions: Repetitions = None) -> np.ndarray:
+        """Bucket indices in ``[0, n_buckets)``, ``(n, I)`` int64."""
+        selected = self.repetition_indices(repetitions)
+        working = apply_projection(self.projection, self.check_points(points))
+        codes = np.empty((selected.size, working.shape[0]), dtype=np.int64)
+        self._lattice_into(working, selected, codes)
+        self._fold_into(codes, selected)
+        return codes.T
+
+    def _counter_indices_into(self, points: np.ndarray, out: np.ndarray) -> None:
+        every = self.repetition_indices(None)
+        self._lattice_into(apply_projection(self.projection, points), every, out)
+        self._fold_into(out, every)
+        out += every[:, np.newaxis] * self.n_buckets
+
+    def _lattice_into(self, working: np.ndarray, selected: np.ndarray, out: np.ndarray) -> None:
+        """Write the lattice codes into ``out``, an ``(I, n)`` int64 C-contiguous buffer (row ``i``: repetition ``i``).
+
+        ``out`` doubles as the float64 buffer of ``(w_i^T x + b_i)/r``, so hashing makes no
+        temporary of size ``n I``, and every pass runs along rows with one scalar per
+        repetition. The element-wise operations are those of the formula in the same order
+        (``+ b_i``, ``/ r``, floor), so the codes do not depend on the buffering; ``/ r`` is a
+        product by ``1/r`` only when ``r`` is a power of two (both round the same real number:
+        bit-identical results). The projections come from one float64 BLAS product; BLAS may
+        round a dot product differently (last bit) in products of other shapes, so, as between
+        any two chunkings of the points, a code can differ only where ``(w_i^T x + b_i)/r`` lies
+        within rounding of an integer.
+        """
+        directions = self.directions[selected]
+        values = out.view(np.float64)
+        np.matmul(directions, working.T, out=values)
+        values += self.offsets[selected, np.newaxis]
+        reciprocal = 1.0 / self.bucket_width
+        if math.frexp(self.bucket_width)[0] == 0.5 and math.isfinite(reciprocal):
+            values *= reciprocal
+        else:
+            values /= self.bucket_width
+        largest = self._largest_code(working, values)
+        np.floor(values, out=values)
+        if largest < _MAGIC_RANGE:
+            values += _MAGIC  # integral floats f -> f + 1.5 * 2^52, exact; the bits are then _MAGIC_BITS + f
+            out -= _MAGIC_BITS
+        else:
+            np.copyto(out, values.copy(), casting="unsafe")  # exact: integral floats below 2^62 in magnitude
+
+    def _fold_into(self, codes: np.ndarray, selected: np.ndarray) -> None:
+        """`fold_codes` in place on an ``(I, n)`` int64 array of lattice codes (row ``i``: repetition ``i``)."""
+        bits = self.bucket_bits
+        mixed = codes.view(np.uint64)  # two's complement wrap
+        mixed &= np.uint64((1 << (64 - bits)) - 1)
+        with np.errstate(over="ignore"):
+            mixed *= self.multipliers[selected, np.newaxis]
+            mixed += self.increments[selected, np.newaxis]
+        mixed >>= np.uint64(64 - bits)
+
+    def _largest_code(self, working: np.ndarray, values: np.ndarray) -> float:
+        """An upper bound on ``|values|``; raises unless every code ``floor(values)`` is within ``+-2^(62 - M)``.
+
+        The cheap bound comes first: ``|w_i^T x + b_i| / r <= (max_i ||w_i|| ||X||_F + r) / r``,
+        doubled to cover rounding (relative error at most ``(d + 2) 2^-53``). Only if it does not
+        settle the range are the values scanned (an overflow to inf or NaN fails both tests).
+        """
+        if not values.size:
+            return 0.0
         limit = 2.0 ** (62 - self.bucket_bits)
-        if codes.size and not (-limit < codes.min() and codes.max() < limit):
+        with np.errstate(over="ignore", invalid="ignore"):
+            norm = float(np.linalg.norm(working))
+        bound = 2.0 * (self._largest_direction * norm + self.bucket_width) / self.bucket_width
+        if bound < min(limit, _MAGIC_RANGE):
+            return bound
+        lowest, highest = float(values.min()), float(values.max())
+        if not (math.isfinite(lowest) and math.isfinite(highest) and -limit < math.floor(lowest) and math.floor(highest) < limit):
             raise invalid(
                 "points",
                 type(self).__name__,
                 f"points whose codes |(w^T x + b)/r| stay below 2^{62 - self.bucket_bits}",
                 "larger codes",
             )
-        return codes.astype(np.int64)
-
-    def hash_codes(self, points: Any, *, repetitions: Repetitions = None) -> np.ndarray:
-        """Bucket indices in ``[0, n_buckets)``, ``(n, I)`` int64."""
-        selected = self.repetition_indices(repetitions)
-        codes = self.lattice_codes(points, repetitions=selected)
-        return fold_codes(codes, self.multipliers[selected], self.increments[selected], self.bucket_bits)
+        return max(-lowest, highest)
 
     def kernel(self, x: Any, y: Any) -> np.ndarray:
         """``p(||P x_a - P y_b||)`` as an ``(n, m)`` matrix (``P`` the projection, identity by default)."""

@@ -17,7 +17,7 @@ from privsum.accounting import GuaranteeEvent, Neighbouring, PrivacyGuarantee
 from privsum.exceptions import NotFittedError
 from privsum.lsq.lsh import LSHFamily, SignedRandomProjection
 from privsum.sketches._noise import SAMPLERS
-from privsum.sketches.race import RACE, ReleasedRACE
+from privsum.sketches.race import RACE, SKETCH_RELATIONS, ReleasedRACE
 
 __all__ = ["RACEClassifier", "RACELinearRegression", "anomaly_score"]
 
@@ -146,7 +146,7 @@ class RACEClassifier:
         if not isinstance(self.family, LSHFamily):
             raise invalid("family", owner, "an LSHFamily", self.family)
         epsilon = check_epsilon(self.epsilon, owner)
-        relation = Neighbouring.parse(self.neighbouring, owner)
+        relation = Neighbouring.parse(self.neighbouring, owner, SKETCH_RELATIONS)
         check_choice(self.rule, "rule", owner, CLASSIFIER_RULES)
         classes = _check_labels(self.classes, "classes", owner)
         if classes.size < 2 or np.unique(classes).size != classes.size:
@@ -269,7 +269,7 @@ class RACELinearRegression:
         owner = "RACELinearRegression"
         check_integer(self.n_bits, "n_bits", owner, low=2, high=20)
         epsilon = check_epsilon(self.epsilon, owner)
-        relation = Neighbouring.parse(self.neighbouring, owner)
+        relation = Neighbouring.parse(self.neighbouring, owner, SKETCH_RELATIONS)
         smoothing = check_real(self.smoothing, "smoothing", owner, low=0.0)
         n_smoothing = check_integer(self.n_smoothing, "n_smoothing", owner, low=1)
         features = check_array(X, "X", owner, ndim=2).astype(float)

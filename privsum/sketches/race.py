@@ -21,11 +21,28 @@ from privsum.sketches._noise import add_discrete_laplace
 __all__ = ["RACE", "ReleasedRACE", "SketchShape"]
 
 ESTIMATE_METHODS = ("mean", "median_of_means")
+#: Sketch releases are calibrated for these relations (a sketch has no null point for zero-out).
+SKETCH_RELATIONS = (Neighbouring.ADD_REMOVE, Neighbouring.REPLACE_ONE)
 #: Version 2 added the SHA-256 checksum (see privsum/_serialisation.py for the layout).
 _ENVELOPE = Envelope(magic=b"PSRACE", version=2, name="privsum RACE sketch")
 _KIND_RAW, _KIND_RELEASED = 0, 1
 _KIND_NAMES = {_KIND_RAW: "a raw RACE sketch", _KIND_RELEASED: "a released RACE sketch"}
 _CODES_PER_CHUNK = 1 << 20
+
+
+class _CodeBuffer:
+    """One int64 array reused for the ``(R, chunk)`` hash codes of every chunk of an update (no per-chunk allocation)."""
+
+    def __init__(self, chunk_size: int, n_rows: int) -> None:
+        self._chunk_size, self._n_rows = chunk_size, n_rows
+        self._flat = np.empty(0, dtype=np.int64)
+
+    def take(self, n_points: int) -> np.ndarray:
+        """A C-contiguous ``(R, n_points)`` array, ``n_points <= chunk_size`` (the storage grows to the largest chunk seen)."""
+        size = self._n_rows * n_points
+        if self._flat.size < size:
+            self._flat = np.empty(self._n_rows * min(max(n_points, 1), self._chunk_size), dtype=np.int64)
+        return self._flat[:size].reshape(self._n_rows, n_points)
 
 
 class _CounterArray(abc.ABC):
@@ -184,23 +201,30 @@ class RACE(_CounterArray):
         chunk_size = check_integer(chunk_size, "chunk_size", "RACE.update", low=1)
         parts = iter_user_chunks(points, "RACE.update") if is_chunk_stream(points) else [points]
         increments = np.zeros(self._counts.size, dtype=np.int64)
+        buffer = _CodeBuffer(chunk_size, self.n_rows)
         added = 0
         for part in parts:
-            array = self.family.check_points(part)
-            increments += self._increments(array, chunk_size)
-            added += array.shape[0]
+            added += self._add_increments(part, chunk_size, buffer, increments)
         self._counts += increments.reshape(self._counts.shape)
         self._n_updates += added
         return self
 
-    def _increments(self, array: np.ndarray, chunk_size: int) -> np.ndarray:
-        offsets = np.arange(self.n_rows, dtype=np.int64) * self.width
-        increments = np.zeros(self._counts.size, dtype=np.int64)
+    def _add_increments(self, part: Any, chunk_size: int, buffer: _CodeBuffer, increments: np.ndarray) -> int:
+        """Validate and count ``part``; returns its number of points.
+
+        The bucket counts go to the flat ``increments`` (row ``r``'s counters at ``r W .. r W + W - 1``).
+        A 2-D numpy array is validated chunk by chunk, each chunk while it is in cache for hashing.
+        """
+        per_chunk = type(part) is np.ndarray and part.ndim == 2 and part.shape[0] > 0
+        array = part if per_chunk else self.family.check_points(part)
         for start in range(0, array.shape[0], chunk_size):
-            codes = self.family.hash_codes(array[start : start + chunk_size])
-            codes += offsets  # a fresh array from hash_codes: safe to shift in place
-            increments += np.bincount(codes.ravel(), minlength=self._counts.size)
-        return increments
+            chunk = array[start : start + chunk_size]
+            if per_chunk:
+                chunk = self.family.check_points(chunk)
+            indices = buffer.take(chunk.shape[0])  # (R, n): each row's counters stay together in cache
+            self.family._counter_indices_into(chunk, indices)
+            np.add.at(increments, indices.ravel(), 1)
+        return array.shape[0]
 
     def merge(self, other: RACE) -> RACE:
         """A new sketch of the union of both inputs (counters added); the inputs are unchanged.
@@ -256,7 +280,7 @@ class RACE(_CounterArray):
         """
         owner = "RACE.release"
         epsilon = check_epsilon(epsilon, owner)
-        relation = Neighbouring.parse(neighbouring, owner)
+        relation = Neighbouring.parse(neighbouring, owner, SKETCH_RELATIONS)
         scale = noise_scale(self.n_rows, epsilon, relation)
         noisy = add_discrete_laplace(
             self._counts, sensitivity=scale * epsilon, epsilon=epsilon, sampler=sampler, rng=rng, owner=owner
@@ -329,7 +353,8 @@ class RACE(_CounterArray):
             rows = max(1, math.ceil(row_variance / (eta * kernel_sum) ** 2 - 1e-9))
             return SketchShape(rows, width, math.sqrt(row_variance / rows) / kernel_sum)
         epsilon = check_epsilon(epsilon, owner)
-        factor = 2.0 * (2.0 if Neighbouring.parse(neighbouring, owner) == Neighbouring.REPLACE_ONE else 1.0) ** 2 / epsilon**2
+        per_row = 2.0 if Neighbouring.parse(neighbouring, owner, SKETCH_RELATIONS) == Neighbouring.REPLACE_ONE else 1.0
+        factor = 2.0 * per_row**2 / epsilon**2
         target = (eta * kernel_sum) ** 2
         discriminant = target**2 - 4.0 * factor * row_variance
         if discriminant >= 0:
@@ -412,7 +437,7 @@ class ReleasedRACE(_CounterArray):
         counts.flags.writeable = False
         object.__setattr__(self, "counts", counts)
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, owner))
-        object.__setattr__(self, "neighbouring", Neighbouring.parse(self.neighbouring, owner))
+        object.__setattr__(self, "neighbouring", Neighbouring.parse(self.neighbouring, owner, SKETCH_RELATIONS))
         scale = check_real(self.noise_scale, "noise_scale", owner, low=0.0, low_open=True)
         expected = noise_scale(self.family.n_repetitions, self.epsilon, self.neighbouring)
         if not math.isclose(scale, expected, rel_tol=1e-12):

@@ -98,6 +98,7 @@ def test_a_released_sketch_rejects_a_scale_that_does_not_match_its_guarantee():
         ({"epsilon": 0.0}, "epsilon"),
         ({"epsilon": float("nan")}, "epsilon"),
         ({"epsilon": 1.0, "neighbouring": "swap"}, "neighbouring"),
+        ({"epsilon": 1.0, "neighbouring": "zero-out"}, "neighbouring"),  # a sketch has no null point
         ({"epsilon": 1.0, "sampler": "torch"}, "sampler"),
     ],
 )

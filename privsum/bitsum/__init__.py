@@ -10,7 +10,13 @@ formulas) calibrations. `privsum.bitsum.exact` holds the exact privacy computati
 from privsum.bitsum.base import CALIBRATIONS, BitSumProtocol
 from privsum.bitsum.central import NOISE_SOURCES, CentralGaussianBitSum, CentralLaplaceBitSum, ExactBitSum
 from privsum.bitsum.noise import PureBitSum, ThreeNBBitSum
-from privsum.bitsum.rr import LocalRRBitSum, RRBitSum, rr_worst_case_delta_bound, rr_worst_case_epsilon
+from privsum.bitsum.rr import (
+    LocalRRBitSum,
+    RRBitSum,
+    rr_worst_case_delta_bound,
+    rr_worst_case_epsilon,
+    rr_worst_case_profile,
+)
 
 __all__ = [
     "CALIBRATIONS",
@@ -25,4 +31,5 @@ __all__ = [
     "ThreeNBBitSum",
     "rr_worst_case_delta_bound",
     "rr_worst_case_epsilon",
+    "rr_worst_case_profile",
 ]

@@ -151,7 +151,7 @@ class GaussianEvent(PrivacyEvent):
         Neighbours (the headline's relation) change the query by at most ``sensitivity`` in L2.
 
     Examples:
-        >>> event = GaussianEvent(8.0, 2.0, PrivacyGuarantee(1.0, 1e-6))
+        >>> event = GaussianEvent(8.5, 2.0, PrivacyGuarantee(1.0, 1e-6))
         >>> event.guarantee.epsilon
         1.0
         >>> bool(event.pld().epsilon(1e-6) <= 1.0)

@@ -179,7 +179,9 @@ class ShuffledKDEClassifier(ClassifierBase):
         check_epsilon(self.label_epsilon, owner, "label_epsilon", allow_infinite=True)
         check_choice(self.label_privacy, "label_privacy", owner, LABEL_PRIVACY)
         if self.label_privacy == "joint" and self.protocol not in VECTOR_PROTOCOLS:
-            raise invalid("label_privacy", owner, f"'round' unless protocol is a vector sum {VECTOR_PROTOCOLS}", self.label_privacy)
+            raise invalid(
+                "label_privacy", owner, f"'round' unless protocol is a vector sum {VECTOR_PROTOCOLS}", self.label_privacy
+            )
         if self.n_repetitions is not None:
             check_integer(self.n_repetitions, "n_repetitions", owner, low=1)
         check_real(self.bandwidth, "bandwidth", owner, low=0.0, low_open=True)
@@ -314,9 +316,14 @@ class ShuffledKDEClassifier(ClassifierBase):
             return accountant
         accountant.compose(label_event(self.label_epsilon, len(self.classes_)), label="label round (m-ary RR)")
         if self.protocol in VECTOR_PROTOCOLS:
-            events = [p.event_for_participants(int(n)) for p, n in zip(self.protocols_, self.class_counts_, strict=True) if p is not None]
+            events = [
+                p.event_for_participants(int(n))
+                for p, n in zip(self.protocols_, self.class_counts_, strict=True)
+                if p is not None
+            ]
             accountant.compose(
-                ParallelEvent(events, parts_per_user=1), label=f"per-class vector-sum KDEs, parallel ({self.protocol}, {self.kernel})"
+                ParallelEvent(events, parts_per_user=1),
+                label=f"per-class vector-sum KDEs, parallel ({self.protocol}, {self.kernel})",
             )
             return accountant
         accountant.compose(GuaranteeEvent(self.kde_guarantee_), label=f"per-class shuffled KDE ({self.protocol}, {self.kernel})")
@@ -350,7 +357,9 @@ class ShuffledKDEClassifier(ClassifierBase):
         return {
             "expected_messages_per_user": label_messages + max(p.expected_messages_per_user for p in protocols),
             "bits_per_message": float(max(p.bits_per_message() for p in protocols)),
-            "label_message_bits": 0.0 if self.label_privacy == "joint" else float(max(1, math.ceil(math.log2(len(self.classes_))))),
+            "label_message_bits": 0.0
+            if self.label_privacy == "joint"
+            else float(max(1, math.ceil(math.log2(len(self.classes_))))),
         }
 
     def class_densities(self, X: Any) -> np.ndarray:

@@ -9,8 +9,8 @@ the same noise.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -84,13 +84,19 @@ class JointClassKDE:
         object.__setattr__(self, "n_classes", check_integer(self.n_classes, "n_classes", owner, low=2))
         object.__setattr__(self, "count_weight", check_real(self.count_weight, "count_weight", owner, low=0.0, low_open=True))
         if not isinstance(self.vector_sum, VectorSumProtocol):
-            raise invalid("vector_sum", owner, "a vector-sum protocol (run, guarantee, event, dimension, norm_bound)", self.vector_sum)
+            raise invalid(
+                "vector_sum", owner, "a vector-sum protocol (run, guarantee, event, dimension, norm_bound)", self.vector_sum
+            )
         if self.vector_sum.dimension != self.n_classes * self.row_width:
             expected = self.n_classes * self.row_width
-            raise invalid("vector_sum", owner, f"a protocol of dimension C (I Q + 1) = {expected}", f"dimension {self.vector_sum.dimension}")
+            raise invalid(
+                "vector_sum", owner, f"a protocol of dimension C (I Q + 1) = {expected}", f"dimension {self.vector_sum.dimension}"
+            )
         needed = self.row_norm_bound(self.family, self.count_weight)
         if not self.vector_sum.norm_bound >= needed:
-            raise invalid("vector_sum", owner, f"a protocol with norm_bound >= {needed:.6g}", f"norm_bound {self.vector_sum.norm_bound}")
+            raise invalid(
+                "vector_sum", owner, f"a protocol with norm_bound >= {needed:.6g}", f"norm_bound {self.vector_sum.norm_bound}"
+            )
 
     @staticmethod
     def row_norm_bound(family: LSQFamily, count_weight: float) -> float:
@@ -117,7 +123,11 @@ class JointClassKDE:
         if not (isinstance(protocol, type) and callable(getattr(protocol, "from_privacy", None))):
             raise invalid("protocol", owner, "a vector-sum protocol class with from_privacy", protocol)
         n_classes = check_integer(n_classes, "n_classes", owner, low=2)
-        weight = feature_norm_bound(family) / 2 if count_weight is None else check_real(count_weight, "count_weight", owner, low=0.0, low_open=True)
+        weight = (
+            feature_norm_bound(family) / 2
+            if count_weight is None
+            else check_real(count_weight, "count_weight", owner, low=0.0, low_open=True)
+        )
         width = family.n_repetitions * family.n_coordinates + 1
         vector_sum = protocol.from_privacy(
             epsilon=epsilon,
@@ -173,7 +183,9 @@ class JointClassKDE:
         points = self.family.check_points(x, "x")
         classes = np.asarray(labels)
         if classes.shape != (points.shape[0],) or points.shape[0] == 0:
-            raise invalid("labels", owner, f"one class index per point ({points.shape[0]}, at least one)", f"shape {classes.shape}")
+            raise invalid(
+                "labels", owner, f"one class index per point ({points.shape[0]}, at least one)", f"shape {classes.shape}"
+            )
         if not (np.issubdtype(classes.dtype, np.integer) and classes.min() >= 0 and classes.max() < self.n_classes):
             raise invalid("labels", owner, f"integer class indices in [0, {self.n_classes})", classes[:5].tolist())
         total = np.asarray(self._sum(points, classes, as_generator(rng, owner)), dtype=float)
@@ -181,7 +193,9 @@ class JointClassKDE:
         sizes = np.maximum(1, np.rint(total[:, -1] / self.count_weight)).astype(np.int64)
         guarantee = self.guarantee_for_participants(points.shape[0])
         shape = (self.family.n_repetitions, self.family.n_coordinates)
-        densities = [KDEFunction(self.family, total[c, :-1].reshape(shape), int(sizes[c]), guarantee) for c in range(self.n_classes)]
+        densities = [
+            KDEFunction(self.family, total[c, :-1].reshape(shape), int(sizes[c]), guarantee) for c in range(self.n_classes)
+        ]
         return densities, sizes
 
     def _rows(self, points: np.ndarray, classes: np.ndarray) -> Iterator[np.ndarray]:
@@ -204,5 +218,10 @@ class JointClassKDE:
         if isinstance(self.vector_sum, _STREAMING_SUMS):
             return self.vector_sum.run(self._rows(points, classes), rng=generator)
         if points.shape[0] * self.n_classes * self.row_width > _MAX_DENSE_ENTRIES:
-            raise invalid("x", "JointClassKDE", f"at most {_MAX_DENSE_ENTRIES} entries n C (I Q + 1) for a protocol that cannot stream", points.shape)
+            raise invalid(
+                "x",
+                "JointClassKDE",
+                f"at most {_MAX_DENSE_ENTRIES} entries n C (I Q + 1) for a protocol that cannot stream",
+                points.shape,
+            )
         return self.vector_sum.run(np.concatenate(list(self._rows(points, classes))), rng=generator)

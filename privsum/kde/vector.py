@@ -111,7 +111,9 @@ class VectorSumKDE:
     Examples:
         >>> from privsum.sums import CentralGaussianVectorSum
         >>> family = IdentityFeatures(dimension=2)
-        >>> kde = VectorSumKDE.from_privacy(family=family, protocol=CentralGaussianVectorSum, epsilon=1.0, delta=1e-6, n_users=400)
+        >>> kde = VectorSumKDE.from_privacy(
+        ...     family=family, protocol=CentralGaussianVectorSum, epsilon=1.0, delta=1e-6, n_users=400
+        ... )
         >>> points = np.tile([[0.6, 0.8]], (400, 1))
         >>> density = kde.run(points, rng=0)
         >>> bool(abs(density(np.array([[0.6, 0.8]]))[0] - 1.0) < 0.2)
@@ -126,13 +128,19 @@ class VectorSumKDE:
         if not isinstance(self.family, LSQFamily):
             raise invalid("family", owner, "an LSQFamily", type(self.family).__name__)
         if not isinstance(self.vector_sum, VectorSumProtocol):
-            raise invalid("vector_sum", owner, "a vector-sum protocol (run, guarantee, event, dimension, norm_bound)", self.vector_sum)
+            raise invalid(
+                "vector_sum", owner, "a vector-sum protocol (run, guarantee, event, dimension, norm_bound)", self.vector_sum
+            )
         width = self.family.n_repetitions * self.family.n_coordinates
         if self.vector_sum.dimension != width:
-            raise invalid("vector_sum", owner, f"a protocol of dimension I * Q = {width}", f"dimension {self.vector_sum.dimension}")
+            raise invalid(
+                "vector_sum", owner, f"a protocol of dimension I * Q = {width}", f"dimension {self.vector_sum.dimension}"
+            )
         needed = feature_norm_bound(self.family)
         if not self.vector_sum.norm_bound >= needed:
-            raise invalid("vector_sum", owner, f"a protocol with norm_bound >= {needed:.6g}", f"norm_bound {self.vector_sum.norm_bound}")
+            raise invalid(
+                "vector_sum", owner, f"a protocol with norm_bound >= {needed:.6g}", f"norm_bound {self.vector_sum.norm_bound}"
+            )
 
     @classmethod
     def from_privacy(

@@ -24,10 +24,13 @@ from privsum.accounting.events import GuaranteeEvent, PrivacyEvent
 from privsum.accounting.gaussian import GaussianEvent, gaussian_epsilon, gaussian_sigma
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
 
-__all__ = ["CentralGaussianVectorSum", "ExactVectorSum", "check_vectors", "l2_sensitivity", "sum_vectors"]
+__all__ = ["NORM_RTOL", "CentralGaussianVectorSum", "ExactVectorSum", "check_vectors", "l2_sensitivity", "sum_vectors"]
 
 #: Bits of one coordinate sent to the curator (a float64).
 _VALUE_BITS = 64
+#: Relative tolerance on a computed L2 norm (float rounding of the norm itself). Vectors up to
+#: ``norm_bound * (1 + NORM_RTOL)`` are accepted, and the sensitivity is computed for that bound.
+NORM_RTOL = 1e-12
 
 
 def l2_sensitivity(norm_bound: float, neighbouring: Neighbouring | str) -> float:
@@ -68,7 +71,7 @@ def check_vectors(x: Any, owner: str, *, dimension: int, norm_bound: float) -> n
     if array.shape[0] == 0 or array.shape[1] != dimension:
         raise invalid("x", owner, f"an array of shape (n_users >= 1, {dimension})", f"shape {array.shape}")
     largest = float(np.sqrt(np.max(np.einsum("ij,ij->i", array, array))))
-    if not largest <= norm_bound:
+    if not largest <= norm_bound * (1.0 + NORM_RTOL):
         raise invalid("x", owner, f"vectors of L2 norm at most norm_bound={norm_bound:g}", f"a vector of norm {largest!r}")
     return array
 
@@ -80,8 +83,9 @@ class CentralGaussianVectorSum:
     Args:
         n_users: users the protocol is set up for (the guarantee does not depend on it).
         dimension: ``d``.
-        norm_bound: ``B``: every user's vector must have L2 norm at most ``B`` (checked; nothing
-            is clipped).
+        norm_bound: ``B``: every user's vector must have L2 norm at most ``B`` (checked, up to a
+            relative ``NORM_RTOL = 1e-12`` for the rounding of the computed norm, which the
+            sensitivity includes; nothing is clipped).
         sigma: noise standard deviation per coordinate.
         delta: the delta the headline `guarantee` is stated at, in ``(0, 1)``.
         neighbouring: ``"replace-one"`` (sensitivity ``2B``), ``"add-remove"`` or ``"zero-out"`` (``B``).
@@ -146,13 +150,13 @@ class CentralGaussianVectorSum:
         delta = check_delta(delta, owner, allow_zero=False)
         relation = Neighbouring.parse(neighbouring, owner)
         bound = check_real(norm_bound, "norm_bound", owner, low=0.0, low_open=True)
-        sigma = gaussian_sigma(epsilon, delta, sensitivity=l2_sensitivity(bound, relation))
+        sigma = gaussian_sigma(epsilon, delta, sensitivity=l2_sensitivity(bound * (1.0 + NORM_RTOL), relation))
         return cls(n_users=n_users, dimension=dimension, norm_bound=bound, sigma=sigma, delta=delta, neighbouring=relation)
 
     @property
     def sensitivity(self) -> float:
-        """L2 sensitivity of the sum under `neighbouring`."""
-        return l2_sensitivity(self.norm_bound, self.neighbouring)
+        """L2 sensitivity of the sum under `neighbouring`, for the accepted norms ``norm_bound * (1 + NORM_RTOL)``."""
+        return l2_sensitivity(self.norm_bound * (1.0 + NORM_RTOL), self.neighbouring)
 
     @cached_property
     def guarantee(self) -> PrivacyGuarantee:

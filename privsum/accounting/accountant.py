@@ -6,10 +6,11 @@ import math
 from dataclasses import dataclass
 
 from privsum._validation import check_choice, check_delta, check_integer, check_real, invalid
+from privsum.accounting.composition import exact_weighted_sum
 from privsum.accounting.events import ComposedEvent, PrivacyEvent
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee, ThreatModel
 from privsum.accounting.pld import DEFAULT_DISCRETIZATION, PLDPair
-from privsum.exceptions import BudgetExceededError
+from privsum.exceptions import BudgetExceededError, InvalidParameterError
 
 __all__ = ["COMPOSITION_METHODS", "LedgerEntry", "PrivacyAccountant"]
 
@@ -127,7 +128,9 @@ class PrivacyAccountant:
         if method in ("advanced", "best"):
             candidates.append(_advanced_epsilon(entries, delta))
         if method in ("pld", "best"):
-            candidates.append(self._pld(entries).epsilon(delta))
+            pld = self._pld_or_none(entries, required=method == "pld")
+            if pld is not None:
+                candidates.append(pld.epsilon(delta))
         return min(candidates)
 
     def delta(
@@ -143,12 +146,13 @@ class PrivacyAccountant:
         method = self._method(method)
         candidates = []
         if method in ("basic", "best"):
-            total = _headlines(entries)
-            candidates.append(math.fsum(g.delta for g in total) if math.fsum(g.epsilon for g in total) <= epsilon else 1.0)
+            candidates.append(_basic_delta(entries) if _basic_sum(entries, "epsilon") <= epsilon else 1.0)
         if method in ("advanced", "best"):
             candidates.append(_advanced_delta(entries, epsilon))
         if method in ("pld", "best"):
-            candidates.append(self._pld(entries).delta(epsilon))
+            pld = self._pld_or_none(entries, required=method == "pld")
+            if pld is not None:
+                candidates.append(pld.delta(epsilon))
         return min(candidates)
 
     def guarantee(
@@ -182,22 +186,36 @@ class PrivacyAccountant:
             total = total.compose(entry.composed.pld(self.discretization))
         return total
 
+    def _pld_or_none(self, entries: list[LedgerEntry], *, required: bool) -> PLDPair | None:
+        """The composed PLD; ``None`` under ``"best"`` when a count is too large for the discretisation
+        (the closed-form bounds are then reported), raising under ``"pld"``."""
+        try:
+            return self._pld(entries)
+        except InvalidParameterError:
+            if required:
+                raise
+            return None
+
     def _pure_epsilon(self, threat_model: ThreatModel) -> float:
-        headlines = _headlines(self._observed(threat_model))
-        if any(not g.is_pure for g in headlines):
+        entries = self._observed(threat_model)
+        if any(not entry.event.guarantee.is_pure for entry in entries):
             return math.inf
-        return math.fsum(g.epsilon for g in headlines)
+        return _basic_sum(entries, "epsilon")
 
 
-def _headlines(entries: list[LedgerEntry]) -> list[PrivacyGuarantee]:
-    return [entry.event.guarantee for entry in entries for _ in range(entry.count)]
+def _basic_sum(entries: list[LedgerEntry], field: str) -> float:
+    """``sum_j count_j * headline_j.field``, equal to ``fsum`` over the expanded list (no list is built)."""
+    return exact_weighted_sum((getattr(entry.event.guarantee, field), entry.count) for entry in entries)
+
+
+def _basic_delta(entries: list[LedgerEntry]) -> float:
+    return _basic_sum(entries, "delta")
 
 
 def _basic_epsilon(entries: list[LedgerEntry], delta: float) -> float:
-    headlines = _headlines(entries)
-    if math.fsum(g.delta for g in headlines) > delta:
+    if _basic_delta(entries) > delta:
         return math.inf
-    return math.fsum(g.epsilon for g in headlines)
+    return _basic_sum(entries, "epsilon")
 
 
 def _advanced_terms(entries: list[LedgerEntry]) -> tuple[float, float, float]:

@@ -26,6 +26,7 @@ from privsum.bitsum import (
 )
 from privsum.exceptions import (
     BudgetExceededError,
+    DeltaFloorWarning,
     IncompatibleSketchError,
     InvalidParameterError,
     NotFittedError,
@@ -48,6 +49,7 @@ __all__ = [
     "CentralLaplaceBitSum",
     "ClippedSum",
     "CorrelatedNoiseSum",
+    "DeltaFloorWarning",
     "ExactBitSum",
     "GuaranteeEvent",
     "IncompatibleSketchError",

@@ -7,7 +7,7 @@ communication, and offers ``from_privacy(epsilon=, delta=, n_users=, calibration
 formulas) calibrations. `privsum.bitsum.exact` holds the exact privacy computations.
 """
 
-from privsum.bitsum.base import CALIBRATIONS, BitSumProtocol
+from privsum.bitsum.base import CALIBRATIONS, BitSumProtocol, ConfidenceInterval
 from privsum.bitsum.central import NOISE_SOURCES, CentralGaussianBitSum, CentralLaplaceBitSum, ExactBitSum
 from privsum.bitsum.noise import PureBitSum, ThreeNBBitSum
 from privsum.bitsum.rr import LocalRRBitSum, RRBitSum, rr_worst_case_delta_bound, rr_worst_case_epsilon
@@ -18,6 +18,7 @@ __all__ = [
     "BitSumProtocol",
     "CentralGaussianBitSum",
     "CentralLaplaceBitSum",
+    "ConfidenceInterval",
     "ExactBitSum",
     "LocalRRBitSum",
     "PureBitSum",

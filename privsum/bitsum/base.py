@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import abc
+import math
 import warnings
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+from scipy import stats
 
 from privsum._random import RNGLike, as_generator
-from privsum._validation import check_array, check_choice, check_integer, invalid
+from privsum._validation import check_array, check_choice, check_integer, check_real, invalid
 from privsum.accounting.events import PrivacyEvent
 from privsum.exceptions import PrivacyLeakWarning
 from privsum.shuffle.histogram import MessageHistogram
@@ -17,9 +20,46 @@ from privsum.shuffle.messages import MessageBatch
 from privsum.shuffle.protocol import EXECUTION_PATHS, ShuffleProtocol
 from privsum.shuffle.streaming import PartialView
 
-__all__ = ["CALIBRATIONS", "BitSumProtocol"]
+__all__ = ["CALIBRATIONS", "BitSumProtocol", "ConfidenceInterval"]
 
 CALIBRATIONS = ("tight", "analytic")
+EXACT = "exact"
+NORMAL_APPROXIMATION = "normal approximation"
+
+
+@dataclass(frozen=True)
+class ConfidenceInterval:
+    """A confidence interval ``[low, high]`` for the true sum of each instance.
+
+    Attributes:
+        low: lower end (a float for one estimate, an array for many).
+        high: upper end, same shape.
+        level: the nominal coverage, e.g. ``0.95``.
+        method: ``"exact"`` (coverage at least ``level``, from the exact noise distribution) or
+            ``"normal approximation"`` (coverage close to ``level`` when the error is close to
+            normal, e.g. many users).
+
+    Examples:
+        >>> interval = ConfidenceInterval(low=9.5, high=12.5, level=0.95, method="exact")
+        >>> low, high = interval
+        >>> print(interval)
+        [9.5, 12.5] (95% confidence, exact)
+    """
+
+    low: np.ndarray | float
+    high: np.ndarray | float
+    level: float
+    method: str
+
+    def __iter__(self):
+        return iter((self.low, self.high))
+
+    def __str__(self) -> str:
+        if np.ndim(self.low) == 0:
+            ends = f"[{self.low:.6g}, {self.high:.6g}]"
+        else:
+            ends = f"low {np.array2string(np.asarray(self.low))}, high {np.array2string(np.asarray(self.high))}"
+        return f"{ends} ({100 * self.level:.4g}% confidence, {self.method})"
 
 
 class BitSumProtocol(ShuffleProtocol):
@@ -55,6 +95,50 @@ class BitSumProtocol(ShuffleProtocol):
     def rmse(self, true_sum: Any = None) -> np.ndarray | float:
         """Root-mean-square error of one instance's estimate."""
         return np.sqrt(self.variance(true_sum))
+
+    def confidence_interval(self, estimate: Any, level: float = 0.95) -> ConfidenceInterval:
+        """A confidence interval for the true sum from an estimate of this protocol (`run` or `analyze`).
+
+        ``estimate +- h``, the same half-width ``h`` for every instance, with ``n_users`` users
+        taking part (as calibrated). How ``h`` is found, in the returned ``method``:
+
+        * ``"exact"`` where the error is noise independent of the data (central Laplace and
+          Gaussian, 3NB, the exact sum): the smallest ``h`` with ``P(|noise| <= h) >= level``,
+          from the noise's exact distribution, so the coverage is at least ``level``.
+        * ``"normal approximation"`` otherwise (RR, local RR, Pure): ``h = z * sqrt(variance())``
+          with ``z`` the two-sided standard-normal quantile and the worst-case variance (for
+          Pure, all users holding 1). Good when the error is the sum of many users' randomness
+          (hundreds of flipped or dropped reports); not guaranteed for small crowds.
+
+        The interval is a post-processing of the released estimate and the public parameters:
+        it costs no privacy.
+
+        Args:
+            estimate: the estimate(s) of the true sum, a number or a 1-D array (one per instance).
+            level: the coverage, in ``(0, 1)``.
+
+        Returns:
+            A `ConfidenceInterval` (unpacks as ``low, high``).
+
+        Examples:
+            >>> from privsum.bitsum import CentralLaplaceBitSum
+            >>> protocol = CentralLaplaceBitSum.from_privacy(epsilon=1.0, n_users=1000)
+            >>> print(protocol.confidence_interval(412.0, level=0.95))
+            [409, 415] (95% confidence, exact)
+        """
+        owner = f"{type(self).__name__}.confidence_interval"
+        level = check_real(level, "level", owner, low=0.0, high=1.0, low_open=True, high_open=True)
+        values = check_array(estimate, "estimate", owner, ndim=(0, 1)).astype(float)
+        half_width, method = self._error_half_width(level)
+        low, high = values - half_width, values + half_width
+        if values.ndim == 0:
+            return ConfidenceInterval(float(low), float(high), level, method)
+        return ConfidenceInterval(low, high, level, method)
+
+    def _error_half_width(self, level: float) -> tuple[float, str]:
+        """``(h, method)``: the normal approximation with the worst-case variance; exact subclasses override."""
+        z = float(stats.norm.isf((1.0 - level) / 2.0))
+        return z * math.sqrt(float(np.max(self.variance()))), NORMAL_APPROXIMATION
 
     def check_bits(self, bits: Any) -> np.ndarray:
         """Validate bits and return them as an integer array of shape ``(n_users, n_instances)``.
@@ -181,3 +265,17 @@ def signed_histogram(plus: np.ndarray, minus: np.ndarray) -> MessageHistogram:
 def check_calibration(calibration: Any, owner: str) -> str:
     """Validate the calibration method name."""
     return check_choice(calibration, "calibration", owner, CALIBRATIONS)
+
+
+def symmetric_noise_half_width(pmf: np.ndarray, level: float) -> int:
+    """The smallest integer ``h`` with ``P(|Z| <= h) >= level`` for ``Z`` with pmf ``pmf`` on ``-K..K`` (centred).
+
+    Mass missing from ``pmf`` (a truncated tail) counts as outside every interval, so ``h`` is
+    conservative.
+    """
+    centre = (pmf.size - 1) // 2
+    inside = np.cumsum(pmf[centre:] + np.concatenate([[0.0], pmf[centre - 1 :: -1]]) if centre else pmf[centre:])
+    reached = np.flatnonzero(inside >= level)
+    if reached.size == 0:
+        raise ValueError("the truncated noise distribution does not reach the requested level")
+    return int(reached[0])

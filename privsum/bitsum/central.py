@@ -28,7 +28,7 @@ from privsum._validation import check_choice, check_delta, check_epsilon, check_
 from privsum.accounting.calibration import calibrate
 from privsum.accounting.events import DiscreteGaussianEvent, GuaranteeEvent, PrivacyEvent
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
-from privsum.bitsum.base import BitSumProtocol, check_calibration, instance_ids
+from privsum.bitsum.base import EXACT, BitSumProtocol, check_calibration, instance_ids, symmetric_noise_half_width
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
 from privsum.shuffle.noise import discrete_laplace_variance, sample_discrete_laplace
@@ -194,6 +194,22 @@ class CentralLaplaceBitSum(_Curated):
     def variance(self, true_sum: Any = None) -> float:
         return discrete_laplace_variance(self.noise_ratio)
 
+    def _error_half_width(self, level: float) -> tuple[float, str]:
+        """Exact: ``P(|DLap(a)| > h) = 2 a^(h+1) / (1 + a)``, the smallest ``h`` with that at most ``1 - level``."""
+        ratio = self.noise_ratio
+        if ratio == 0.0:
+            return 0.0, EXACT
+
+        def outside(half_width: int) -> float:
+            return 2.0 * ratio ** (half_width + 1) / (1.0 + ratio)
+
+        half_width = max(0, math.ceil(math.log((1.0 - level) * (1.0 + ratio) / 2.0) / math.log(ratio) - 1.0))
+        while half_width > 0 and outside(half_width - 1) <= 1.0 - level:  # float rounding of the closed form
+            half_width -= 1
+        while outside(half_width) > 1.0 - level:
+            half_width += 1
+        return float(half_width), EXACT
+
     def noise(self, sums: np.ndarray, generator: np.random.Generator) -> np.ndarray:
         if self.noise_source == "numpy":
             return sample_discrete_laplace(generator, self.noise_ratio, sums.shape)
@@ -291,10 +307,19 @@ class CentralGaussianBitSum(_Curated):
 
     def variance(self, true_sum: Any = None) -> float:
         """Exact variance of the discrete Gaussian with parameter ``sigma``."""
+        support, pmf = self._noise_pmf()
+        return float((pmf * support**2).sum())
+
+    def _noise_pmf(self) -> tuple[np.ndarray, np.ndarray]:
+        """The discrete Gaussian's pmf on ``-K..K``, ``K = 40 sigma + 2`` (the rest is below 1e-300)."""
         reach = math.ceil(40.0 * self.scale) + 2
         support = np.arange(-reach, reach + 1, dtype=float)
         weights = np.exp(-(support**2) / (2.0 * self.scale**2))
-        return float((weights * support**2).sum() / weights.sum())
+        return support, weights / weights.sum()
+
+    def _error_half_width(self, level: float) -> tuple[float, str]:
+        """Exact, from the discrete Gaussian's pmf."""
+        return float(symmetric_noise_half_width(self._noise_pmf()[1], level)), EXACT
 
     def noise(self, sums: np.ndarray, generator: np.random.Generator) -> np.ndarray:
         if self.noise_source == "numpy":
@@ -352,6 +377,10 @@ class ExactBitSum(_Curated):
 
     def variance(self, true_sum: Any = None) -> float:
         return 0.0
+
+    def _error_half_width(self, level: float) -> tuple[float, str]:
+        """No noise: the estimate is the sum."""
+        return 0.0, EXACT
 
     def noise(self, sums: np.ndarray, generator: np.random.Generator) -> np.ndarray:
         return np.zeros_like(sums)

@@ -67,14 +67,25 @@ class KDEFunction:
         object.__setattr__(self, "coefficients", coefficients)
         object.__setattr__(self, "n_users", check_integer(self.n_users, "n_users", owner, low=1))
 
-    def __call__(self, queries: Any, *, chunk_size: int | None = None) -> np.ndarray:
+    def __call__(self, queries: Any, *, chunk_size: int | None = None, debias: bool = False) -> np.ndarray:
         """The estimated density at each query point, shape ``(m,)``.
+
+        With an LSH family the estimate is unbiased for ``mean_u (k + (1 - k) c)``, ``c`` the
+        family's `~privsum.lsq.LSHFamily.collision_floor` (``1/Q`` for folded L2-LSH codes), not
+        for the kernel density ``mean_u k``. ``debias=True`` returns
+        ``(estimate - c) / (1 - c)``, unbiased for ``mean_u k`` (as a RACE sketch's estimate is),
+        with a standard deviation larger by ``1 / (1 - c)`` and possibly negative values; families
+        without a floor (``c = 0``, and every non-LSH family, whose estimate already targets ``k``)
+        are unchanged. Post-processing either way.
 
         Args:
             queries: ``(m, d)`` points (or one ``(d,)`` point).
             chunk_size: query points evaluated at once (default: about two million
                 ``points x I x Q`` entries).
+            debias: remove the LSH collision floor (see above).
         """
+        if not isinstance(debias, bool):
+            raise invalid("debias", "KDEFunction", "a bool", debias)
         points = self.family.check_points(queries, "queries")
         width = self.family.n_repetitions * self.family.n_coordinates
         if chunk_size is None:
@@ -86,7 +97,10 @@ class KDEFunction:
             self.family.g(points[start : start + chunk_size]).reshape(-1, width) @ flat
             for start in range(0, points.shape[0], chunk_size)
         ]
-        return np.concatenate(values) if values else np.zeros(0)
+        estimates = np.concatenate(values) if values else np.zeros(0)
+        if debias and isinstance(self.family, LSHFamily):
+            return self.family.remove_floor(estimates)
+        return estimates
 
     def __eq__(self, other: object) -> bool:
         """Equal when the family, the coefficients, ``n_users`` and the guarantee are all equal."""

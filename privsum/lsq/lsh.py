@@ -109,6 +109,23 @@ class LSHFamily(LSQFamily):
     def collision_floor(self) -> float:
         """Probability that two points with different LSH codes land in the same bucket."""
 
+    def remove_floor(self, estimates: Any) -> np.ndarray:
+        """Unbiased kernel estimates from unbiased estimates of ``E[f(x)^T g(y)] = k + (1 - k) c``.
+
+        Returns ``(estimates - c) / (1 - c)`` with ``c`` the `collision_floor` (unchanged when
+        ``c = 0``): an affine map, so an unbiased estimate of the bucket-collision probability
+        becomes an unbiased estimate of the kernel ``k``; its standard deviation grows by
+        ``1 / (1 - c)``. The result can be negative where ``k`` is near 0 and the noise is large.
+
+        Examples:
+            >>> family = L2LSH(dimension=2, n_repetitions=1, n_buckets=4, seed=0)
+            >>> family.remove_floor(np.array([0.25, 1.0])).tolist()
+            [0.0, 1.0]
+        """
+        values = np.asarray(estimates, dtype=float)
+        floor = self.collision_floor
+        return values if floor == 0.0 else (values - floor) / (1.0 - floor)
+
     @abc.abstractmethod
     def hash_codes(self, points: Any, *, repetitions: Repetitions = None) -> np.ndarray:
         """``(n, d)`` points to ``(n, I)`` bucket indices in ``[0, Q)`` (int64): a new array the caller may modify."""

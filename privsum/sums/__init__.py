@@ -6,6 +6,8 @@
 * `ShuffledVectorSum`: vector sum with ``t`` sampled coordinates (Scott, Cormode & Maple; seed 003).
 * `SkellamVectorSum`: vector sum with L2 accounting: conditional rounding, divisible Skellam noise and
   split-and-mix shares (Agarwal, Kairouz & Liu, NeurIPS 2021; Balle, Bell, Gascón & Nissim, CCS 2020).
+* `CentralGaussianVectorSum`, `ExactVectorSum`: the central Gaussian mechanism with L2 sensitivity
+  (Balle & Wang's exact calibration) and the exact sum, references for the shuffled vector sums.
 * `ClippedSum`, `ClippedVectorSum`, `SparseVectorAggregation`: instance-optimal clipped sums in one
   round (seed 004), with the central references `PrivateCentralClippedSum` and `CentralClippedSum`.
 """
@@ -17,6 +19,7 @@ from privsum.sums.blanket import (
     blanket_profile,
     blanket_variance_bound,
 )
+from privsum.sums.central_vector import CentralGaussianVectorSum, ExactVectorSum
 from privsum.sums.clipped import CentralClippedSum, ClippedSum, PrivateCentralClippedSum
 from privsum.sums.clipped_vector import ClippedVectorSum, SparseVectorAggregation
 from privsum.sums.correlated import CorrelatedNoiseSum, gkmps_parameters
@@ -34,9 +37,11 @@ __all__ = [
     "MAX_MODULUS",
     "BlanketRealSum",
     "CentralClippedSum",
+    "CentralGaussianVectorSum",
     "ClippedSum",
     "ClippedVectorSum",
     "CorrelatedNoiseSum",
+    "ExactVectorSum",
     "MultiMessageSum",
     "PrivateCentralClippedSum",
     "ShuffledVectorSum",

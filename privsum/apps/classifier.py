@@ -16,14 +16,9 @@ from privsum.accounting.events import GuaranteeEvent
 from privsum.accounting.guarantee import PrivacyGuarantee, ThreatModel
 from privsum.apps._estimator import ClassifierBase, DataConversionWarning, NotFittedError
 from privsum.apps.labels import label_event, randomize_labels
+from privsum.bitsum import PROTOCOLS as BITSUM_PROTOCOLS
 from privsum.bitsum import (
-    CentralGaussianBitSum,
-    CentralLaplaceBitSum,
     ExactBitSum,
-    LocalRRBitSum,
-    PureBitSum,
-    RRBitSum,
-    ThreeNBBitSum,
 )
 from privsum.exceptions import PrivacyLeakWarning
 from privsum.kde.function import KDEFunction
@@ -32,15 +27,7 @@ from privsum.lsq import LSQFamily, RandomFourierFeatures, RandomSigns, SignedRan
 
 __all__ = ["KERNELS", "PROTOCOLS", "ShuffledKDEClassifier", "decode_class"]
 
-PROTOCOLS = {
-    "rr": RRBitSum,
-    "3nb": ThreeNBBitSum,
-    "pure": PureBitSum,
-    "local": LocalRRBitSum,
-    "central-gaussian": CentralGaussianBitSum,
-    "central-laplace": CentralLaplaceBitSum,
-    "exact": ExactBitSum,
-}
+PROTOCOLS = BITSUM_PROTOCOLS  # the names ShuffledKDE.from_privacy accepts too
 KERNELS = ("gaussian", "ip", "lsh")
 _MIN_CLASS_USERS = 2
 

@@ -27,6 +27,7 @@ from privsum.accounting.events import (
     ProfileEvent,
     RelationEvent,
 )
+from privsum.accounting.gaussian import GaussianEvent, gaussian_delta, gaussian_epsilon, gaussian_sigma
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee, ThreatModel
 from privsum.accounting.pld import DEFAULT_DISCRETIZATION, PLDPair
 from privsum.accounting.profile import PrivacyProfile, WorstCaseProfile, randomized_response_profile
@@ -36,6 +37,7 @@ __all__ = [
     "DEFAULT_DISCRETIZATION",
     "ComposedEvent",
     "DiscreteGaussianEvent",
+    "GaussianEvent",
     "GuaranteeEvent",
     "LedgerEntry",
     "Neighbouring",
@@ -53,6 +55,9 @@ __all__ = [
     "advanced_composition_epsilon",
     "basic_composition",
     "calibrate",
+    "gaussian_delta",
+    "gaussian_epsilon",
+    "gaussian_sigma",
     "parallel_composition",
     "pure_composition",
     "randomized_response_profile",

@@ -11,12 +11,10 @@ import abc
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from dp_accounting.pld import privacy_loss_distribution as pld_lib
-
 from privsum._validation import check_delta, check_integer, check_real, invalid
-from privsum.accounting.composition import basic_composition, parallel_composition
+from privsum.accounting.composition import parallel_composition, repeated_composition
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
-from privsum.accounting.pld import DEFAULT_DISCRETIZATION, PLDPair
+from privsum.accounting.pld import DEFAULT_DISCRETIZATION, PLDPair, pld_library
 from privsum.accounting.profile import PrivacyProfile, WorstCaseProfile
 
 __all__ = ["ComposedEvent", "GuaranteeEvent", "ParallelEvent", "PrivacyEvent", "ProfileEvent", "RelationEvent"]
@@ -135,7 +133,7 @@ class ComposedEvent(PrivacyEvent):
 
     @property
     def guarantee(self) -> PrivacyGuarantee:
-        return basic_composition([self.event.guarantee] * self.count)
+        return repeated_composition(self.event.guarantee, self.count)
 
     @property
     def neighbouring(self) -> Neighbouring:
@@ -269,7 +267,7 @@ class DiscreteGaussianEvent(PrivacyEvent):
         return self.headline
 
     def pld(self, discretization: float = DEFAULT_DISCRETIZATION) -> PLDPair:
-        pld = pld_lib.from_discrete_gaussian_mechanism(
+        pld = pld_library().from_discrete_gaussian_mechanism(
             self.sigma, sensitivity=self.sensitivity, value_discretization_interval=discretization
         )
         return PLDPair(pld, pld)

@@ -18,11 +18,11 @@ PROTOCOLS: dict[str, type[BitSumProtocol]] = {
     "3nb": ThreeNBBitSum,
     "pure": PureBitSum,
     "local": LocalRRBitSum,
-    "central-gaussian": CentralGaussianBitSum,
+    "central-gaussian-per-instance": CentralGaussianBitSum,
     "central-laplace": CentralLaplaceBitSum,
     "exact": ExactBitSum,
 }
-"""The bit-sum protocols by the short names that ``protocol=`` options accept."""
+"""The bit-sum protocols by the short names that ``protocol=`` options accept (the classifier's names for bit sums)."""
 
 
 def bitsum_protocol(protocol: object, owner: str, name: str = "protocol") -> type[BitSumProtocol]:

@@ -4,6 +4,8 @@
 * `CorrelatedNoiseSum`: correlated-noise integer sum (GKMPS21), with a numerical privacy check.
 * `MultiMessageSum`: additive shares plus discrete Laplace noise (BBGN20), the low-message baseline.
 * `ShuffledVectorSum`: vector sum with ``t`` sampled coordinates (Scott, Cormode & Maple; seed 003).
+* `CentralGaussianVectorSum`, `ExactVectorSum`: the central Gaussian mechanism with L2 sensitivity
+  (Balle & Wang's exact calibration) and the exact sum, references for the shuffled vector sums.
 * `ClippedSum`, `ClippedVectorSum`, `SparseVectorAggregation`: instance-optimal clipped sums in one
   round (seed 004), with the central references `PrivateCentralClippedSum` and `CentralClippedSum`.
 """
@@ -15,6 +17,7 @@ from privsum.sums.blanket import (
     blanket_profile,
     blanket_variance_bound,
 )
+from privsum.sums.central_vector import CentralGaussianVectorSum, ExactVectorSum
 from privsum.sums.clipped import CentralClippedSum, ClippedSum, PrivateCentralClippedSum
 from privsum.sums.clipped_vector import ClippedVectorSum, SparseVectorAggregation
 from privsum.sums.correlated import CorrelatedNoiseSum, gkmps_parameters
@@ -31,9 +34,11 @@ __all__ = [
     "MAX_MODULUS",
     "BlanketRealSum",
     "CentralClippedSum",
+    "CentralGaussianVectorSum",
     "ClippedSum",
     "ClippedVectorSum",
     "CorrelatedNoiseSum",
+    "ExactVectorSum",
     "MultiMessageSum",
     "PrivateCentralClippedSum",
     "ShuffledVectorSum",

@@ -7,6 +7,7 @@ from privsum.accounting.accountant import COMPOSITION_METHODS, LedgerEntry, Priv
 from privsum.accounting.amplification import (
     shuffle_amplification,
     shuffle_amplification_closed_form,
+    shuffle_amplification_delta,
     shuffle_amplification_profile,
 )
 from privsum.accounting.calibration import calibrate
@@ -58,6 +59,7 @@ __all__ = [
     "randomized_response_profile",
     "shuffle_amplification",
     "shuffle_amplification_closed_form",
+    "shuffle_amplification_delta",
     "shuffle_amplification_profile",
     "zero_out_to_replace_one",
 ]

@@ -17,6 +17,7 @@ from privsum.accounting.composition import (
     basic_composition,
     parallel_composition,
     pure_composition,
+    repeated_composition,
     zero_out_to_replace_one,
 )
 from privsum.accounting.events import (
@@ -57,6 +58,7 @@ __all__ = [
     "parallel_composition",
     "pure_composition",
     "randomized_response_profile",
+    "repeated_composition",
     "shuffle_amplification",
     "shuffle_amplification_closed_form",
     "shuffle_amplification_delta",

@@ -105,10 +105,13 @@ class BitSumProtocol(ShuffleProtocol):
         * ``"exact"`` where the error is noise independent of the data (central Laplace and
           Gaussian, 3NB, the exact sum): the smallest ``h`` with ``P(|noise| <= h) >= level``,
           from the noise's exact distribution, so the coverage is at least ``level``.
-        * ``"normal approximation"`` otherwise (RR, local RR, Pure): ``h = z * sqrt(variance())``
-          with ``z`` the two-sided standard-normal quantile and the worst-case variance (for
-          Pure, all users holding 1). Good when the error is the sum of many users' randomness
-          (hundreds of flipped or dropped reports); not guaranteed for small crowds.
+        * ``"normal approximation"`` otherwise (RR, local RR, Pure): ``h = z * sqrt(variance()) +
+          step / 2``, with ``z`` the two-sided standard-normal quantile, the worst-case variance
+          (for Pure, all users holding 1) and a continuity correction of half the spacing
+          ``step`` between the estimate's possible values. Not guaranteed: checked exactly for
+          RR at 300 to 100,000 users with 30 to 160 expected flipped reports, where the coverage
+          is between ``level`` and ``level + 0.03`` for levels 0.9, 0.95 and 0.99; with only a
+          handful of flipped or dropped reports it can fall below ``level``.
 
         The interval is a post-processing of the released estimate and the public parameters:
         it costs no privacy.
@@ -136,9 +139,17 @@ class BitSumProtocol(ShuffleProtocol):
         return ConfidenceInterval(low, high, level, method)
 
     def _error_half_width(self, level: float) -> tuple[float, str]:
-        """``(h, method)``: the normal approximation with the worst-case variance; exact subclasses override."""
+        """``(h, method)``: the normal approximation with the worst-case variance; exact subclasses override.
+
+        ``h = z sd + step/2``: the continuity correction for an estimate on a lattice of spacing
+        ``step`` (`_lattice_step`).
+        """
         z = float(stats.norm.isf((1.0 - level) / 2.0))
-        return z * math.sqrt(float(np.max(self.variance()))), NORMAL_APPROXIMATION
+        return z * math.sqrt(float(np.max(self.variance()))) + 0.5 * self._lattice_step(), NORMAL_APPROXIMATION
+
+    def _lattice_step(self) -> float:
+        """The spacing of the values the estimate takes (one count, rescaled by the debiasing)."""
+        return 1.0
 
     def check_bits(self, bits: Any) -> np.ndarray:
         """Validate bits and return them as an integer array of shape ``(n_users, n_instances)``.

@@ -7,10 +7,11 @@ import warnings
 from dataclasses import dataclass
 
 from privsum._validation import check_choice, check_delta, check_integer, check_real, invalid
+from privsum.accounting.composition import exact_weighted_sum
 from privsum.accounting.events import ComposedEvent, GuaranteeEvent, PrivacyEvent
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee, ThreatModel
 from privsum.accounting.pld import DEFAULT_DISCRETIZATION, PLDPair
-from privsum.exceptions import BudgetExceededError, DeltaFloorWarning
+from privsum.exceptions import BudgetExceededError, DeltaFloorWarning, InvalidParameterError
 
 __all__ = ["COMPOSITION_METHODS", "LedgerEntry", "PrivacyAccountant"]
 
@@ -200,9 +201,10 @@ class PrivacyAccountant:
         if method in ("basic", "advanced", "best"):
             floors.append(min(1.0, _advanced_terms(entries)[2]))
         if method in ("pld", "best"):
-            pld = self._pld(entries)  # the mass at infinite loss, in either direction
-            infinite_loss = max(pld.forward.get_delta_for_epsilon(math.inf), pld.backward.get_delta_for_epsilon(math.inf))
-            floors.append(float(min(1.0, infinite_loss)))
+            pld = self._pld_or_none(entries, required=method == "pld")  # the mass at infinite loss, in either direction
+            if pld is not None:
+                infinite_loss = max(pld.forward.get_delta_for_epsilon(math.inf), pld.backward.get_delta_for_epsilon(math.inf))
+                floors.append(float(min(1.0, infinite_loss)))
         return min(floors)
 
     def _epsilon(self, delta: float, threat_model: ThreatModel | str, method: str | None) -> float:
@@ -218,7 +220,9 @@ class PrivacyAccountant:
         if method in ("advanced", "best"):
             candidates.append(_advanced_epsilon(entries, delta))
         if method in ("pld", "best"):
-            candidates.append(self._pld(entries).epsilon(delta))
+            pld = self._pld_or_none(entries, required=method == "pld")
+            if pld is not None:
+                candidates.append(pld.epsilon(delta))
         return min(candidates)
 
     def delta(
@@ -234,12 +238,13 @@ class PrivacyAccountant:
         method = self._method(method)
         candidates = []
         if method in ("basic", "best"):
-            total = _headlines(entries)
-            candidates.append(math.fsum(g.delta for g in total) if math.fsum(g.epsilon for g in total) <= epsilon else 1.0)
+            candidates.append(_basic_delta(entries) if _basic_sum(entries, "epsilon") <= epsilon else 1.0)
         if method in ("advanced", "best"):
             candidates.append(_advanced_delta(entries, epsilon))
         if method in ("pld", "best"):
-            candidates.append(self._pld(entries).delta(epsilon))
+            pld = self._pld_or_none(entries, required=method == "pld")
+            if pld is not None:
+                candidates.append(pld.delta(epsilon))
         return min(candidates)
 
     def guarantee(
@@ -273,22 +278,36 @@ class PrivacyAccountant:
             total = total.compose(entry.composed.pld(self.discretization))
         return total
 
+    def _pld_or_none(self, entries: list[LedgerEntry], *, required: bool) -> PLDPair | None:
+        """The composed PLD; ``None`` under ``"best"`` when a count is too large for the discretisation
+        (the closed-form bounds are then reported), raising under ``"pld"``."""
+        try:
+            return self._pld(entries)
+        except InvalidParameterError:
+            if required:
+                raise
+            return None
+
     def _pure_epsilon(self, threat_model: ThreatModel) -> float:
-        headlines = _headlines(self._observed(threat_model))
-        if any(not g.is_pure for g in headlines):
+        entries = self._observed(threat_model)
+        if any(not entry.event.guarantee.is_pure for entry in entries):
             return math.inf
-        return math.fsum(g.epsilon for g in headlines)
+        return _basic_sum(entries, "epsilon")
 
 
-def _headlines(entries: list[LedgerEntry]) -> list[PrivacyGuarantee]:
-    return [entry.event.guarantee for entry in entries for _ in range(entry.count)]
+def _basic_sum(entries: list[LedgerEntry], field: str) -> float:
+    """``sum_j count_j * headline_j.field``, equal to ``fsum`` over the expanded list (no list is built)."""
+    return exact_weighted_sum((getattr(entry.event.guarantee, field), entry.count) for entry in entries)
+
+
+def _basic_delta(entries: list[LedgerEntry]) -> float:
+    return _basic_sum(entries, "delta")
 
 
 def _basic_epsilon(entries: list[LedgerEntry], delta: float) -> float:
-    headlines = _headlines(entries)
-    if math.fsum(g.delta for g in headlines) > delta:
+    if _basic_delta(entries) > delta:
         return math.inf
-    return math.fsum(g.epsilon for g in headlines)
+    return _basic_sum(entries, "epsilon")
 
 
 def _advanced_terms(entries: list[LedgerEntry]) -> tuple[float, float, float]:

@@ -14,6 +14,7 @@ from scipy.special import ive
 from scipy.stats import binomtest
 
 from privsum.accounting import RDP_ORDERS, Neighbouring, SkellamEvent, rdp_epsilon
+from privsum.accounting.gaussian import gaussian_sigma
 from privsum.exceptions import InvalidParameterError, PrivacyLeakWarning
 from privsum.shuffle import MessageBatch, UserChunks
 from privsum.shuffle.sparse import SparseMessageHistogram
@@ -65,8 +66,8 @@ class TestSkellamConformance(ProtocolConformance):
 
 def test_demo_setting_costs_and_noise():
     """The demo setting (n = 3000, d = 384, ||x|| <= 1, delta = 1e-6): noise within 10% of the analytic Gaussian's."""
-    gaussian_sigma = {1.0: 8.4494, 3.0: 3.0877}  # Balle & Wang's analytic Gaussian, L2 sensitivity 2, delta = 1e-6
-    for epsilon, sigma in gaussian_sigma.items():
+    for epsilon in (1.0, 3.0):
+        sigma = gaussian_sigma(epsilon, 1e-6, sensitivity=2.0)  # Balle & Wang's analytic Gaussian
         protocol = SkellamVectorSum.from_privacy(epsilon=epsilon, delta=1e-6, n_users=3_000, dimension=384, norm_bound=1.0)
         assert protocol.guarantee.epsilon <= epsilon and protocol.guarantee.delta == 1e-6
         assert protocol.neighbouring is Neighbouring.REPLACE_ONE
@@ -314,6 +315,8 @@ def test_faithful_path_is_bounded_before_allocation():
     ("changes", "name"),
     [
         ({"n_shares": 2}, "n_shares"),  # far too few for the share bound at 20 users
+        ({"n_shares": 10**9}, "n_shares"),
+        ({"scale": 2.0**31}, "scale"),
         ({"modulus": 64}, "modulus"),  # the noisy sum would wrap
         ({"modulus": 2**47}, "modulus"),
         ({"dimension": 10**12}, "dimension"),

@@ -577,19 +577,26 @@ class SkellamVectorSum(ShuffleProtocol):
         return SparseMessageHistogram.from_pairs(coordinates.ravel(), shares.ravel(), ones, self.dimension)
 
     def partial_view(self, chunk: Any, *, rng: RNGLike = None, path: str = "fast") -> PartialView:
-        """One chunk of users' shares, counted (participants are checked once, on the total)."""
+        """One chunk of users, counted (participants are checked once, on the total).
+
+        ``"faithful"``: the chunk's shares, shuffled, as a sparse view. ``"fast"``: one message per
+        coordinate, the residue of the chunk's share sum, ``(sum round(y_i) + Sk(k mu / n)) mod q``
+        for ``k`` users (exact in law: the ``k`` noise shares sum to ``Sk(k mu / n)``); the partial
+        views add up modulo ``q`` to the law of the faithful analyzer's sum, in memory ``O(k d)``.
+        """
         owner = type(self).__name__
         path = check_choice(path, "path", owner, EXECUTION_PATHS)
         generator = as_generator(rng, owner)
         if path == "faithful":
             view = self.view(self.shuffle(self.randomize_unchecked(chunk, rng=generator), rng=generator))
-        else:
-            shares = self._shares(chunk, generator, check=False)
-            coordinates = np.broadcast_to(np.arange(self.dimension)[None, :, None], shares.shape)
-            view = SparseMessageHistogram.from_pairs(
-                coordinates.ravel(), shares.ravel(), np.ones(shares.size, dtype=np.int64), self.dimension
-            )
-        return PartialView(view, int(np.shape(chunk)[0]))
+            return PartialView(view, int(view.total_messages // (self.dimension * self.n_shares)))
+        rounded = self.round_vectors(chunk, rng=generator)
+        mu = self.noise_mu * rounded.shape[0] / self.n_users
+        noise = generator.poisson(mu, self.dimension) - generator.poisson(mu, self.dimension)
+        residues = np.mod(rounded.sum(axis=0) + noise, self.modulus)
+        coordinates = np.arange(self.dimension)
+        view = SparseMessageHistogram.from_pairs(coordinates, residues, np.ones(self.dimension, dtype=np.int64), self.dimension)
+        return PartialView(view, int(rounded.shape[0]))
 
     def randomize_unchecked(self, x: Any, *, rng: RNGLike = None) -> MessageBatch:
         """`randomize` without the participant check (for one chunk of a streamed run)."""
@@ -620,8 +627,8 @@ class SkellamVectorSum(ShuffleProtocol):
         decoded: the law of the faithful path's output (the shares of every coordinate sum to
         the noisy value modulo ``q``, and the ``k`` noise shares sum to ``Sk(k mu / n)``).
         ``"faithful"``: every share materialised, shuffled and analysed (``n d m`` messages at
-        most `MAX_FAITHFUL_MESSAGES`). A stream of chunks goes to `run_streamed` (share-level,
-        memory bounded by one chunk).
+        most `MAX_FAITHFUL_MESSAGES`). A stream of chunks goes to `run_streamed` (memory bounded by
+        one chunk; see `partial_view`).
         """
         owner = type(self).__name__
         path = check_choice(path, "path", owner, EXECUTION_PATHS)

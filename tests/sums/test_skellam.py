@@ -232,13 +232,17 @@ def test_no_wrap_on_extreme_inputs():
         assert np.all(np.abs(estimates - x.sum(axis=0)) < 8 * math.sqrt(protocol.variance()))
 
 
-def test_streamed_run_matches():
-    protocol = _small()
-    x = _unit_rows(20, 3, 9)
+@pytest.mark.parametrize("path", ["fast", "faithful"])
+def test_streamed_run_matches_one_run_in_distribution(path):
+    protocol = _small(scale=2.0)
+    x = _unit_rows(20, 3, 9) * 0.8
     chunks = UserChunks([x[:7], x[7:15], x[15:]])
     rng = np.random.default_rng(14)
-    streamed = np.array([protocol.run(chunks, rng=rng) for _ in range(400)])
-    assert_mean(streamed[:, 0] - x[:, 0].sum(), 0.0, variance=protocol.variance(x)[0])
+    streamed = np.array([protocol.run(chunks, rng=rng, path=path) for _ in range(1_500)]) * protocol.scale
+    whole = np.array([protocol.run(x, rng=rng) for _ in range(1_500)]) * protocol.scale
+    for coordinate in range(3):
+        assert_same_distribution(np.round(streamed[:, coordinate]), np.round(whole[:, coordinate]))
+    assert_mean(streamed[:, 0] / protocol.scale - x[:, 0].sum(), 0.0, variance=protocol.variance(x)[0])
 
 
 # --------------------------------------------------------------------------- participation

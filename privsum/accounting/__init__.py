@@ -7,6 +7,7 @@ from privsum.accounting.accountant import COMPOSITION_METHODS, LedgerEntry, Priv
 from privsum.accounting.amplification import (
     shuffle_amplification,
     shuffle_amplification_closed_form,
+    shuffle_amplification_delta,
     shuffle_amplification_profile,
 )
 from privsum.accounting.calibration import calibrate
@@ -16,6 +17,7 @@ from privsum.accounting.composition import (
     basic_composition,
     parallel_composition,
     pure_composition,
+    repeated_composition,
     zero_out_to_replace_one,
 )
 from privsum.accounting.events import (
@@ -66,8 +68,10 @@ __all__ = [
     "randomized_response_profile",
     "rdp_delta",
     "rdp_epsilon",
+    "repeated_composition",
     "shuffle_amplification",
     "shuffle_amplification_closed_form",
+    "shuffle_amplification_delta",
     "shuffle_amplification_profile",
     "skellam_rdp",
     "zero_out_to_replace_one",

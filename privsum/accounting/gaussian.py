@@ -17,13 +17,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from dp_accounting.pld import privacy_loss_distribution as pld_lib
-from scipy.special import log_ndtr
-
 from privsum._validation import check_delta, check_epsilon, check_real, invalid
 from privsum.accounting.events import PrivacyEvent
 from privsum.accounting.guarantee import PrivacyGuarantee
-from privsum.accounting.pld import DEFAULT_DISCRETIZATION, PLDPair
+from privsum.accounting.pld import DEFAULT_DISCRETIZATION, PLDPair, pld_library
 
 __all__ = ["GaussianEvent", "gaussian_delta", "gaussian_epsilon", "gaussian_sigma"]
 
@@ -57,6 +54,8 @@ def gaussian_delta(epsilon: float, *, sigma: float, sensitivity: float) -> float
 
 def _delta(epsilon: float, ratio: float) -> float:
     """``delta(epsilon)`` for ``sigma / Delta = ratio``: ``Phi(a) (1 - exp(epsilon + log Phi(b) - log Phi(a)))``."""
+    from scipy.special import log_ndtr  # imported on use: scipy.special is slow to import
+
     upper = 1.0 / (2.0 * ratio) - epsilon * ratio
     lower = -1.0 / (2.0 * ratio) - epsilon * ratio
     log_upper = float(log_ndtr(upper))
@@ -178,7 +177,7 @@ class GaussianEvent(PrivacyEvent):
         return self.headline
 
     def pld(self, discretization: float = DEFAULT_DISCRETIZATION) -> PLDPair:
-        pld = pld_lib.from_gaussian_mechanism(
+        pld = pld_library().from_gaussian_mechanism(
             self.sigma, sensitivity=self.sensitivity, value_discretization_interval=discretization, pessimistic_estimate=True
         )
         return PLDPair(pld, pld)

@@ -105,10 +105,13 @@ class BitSumProtocol(ShuffleProtocol):
         * ``"exact"`` where the error is noise independent of the data (central Laplace and
           Gaussian, 3NB, the exact sum): the smallest ``h`` with ``P(|noise| <= h) >= level``,
           from the noise's exact distribution, so the coverage is at least ``level``.
-        * ``"normal approximation"`` otherwise (RR, local RR, Pure): ``h = z * sqrt(variance())``
-          with ``z`` the two-sided standard-normal quantile and the worst-case variance (for
-          Pure, all users holding 1). Good when the error is the sum of many users' randomness
-          (hundreds of flipped or dropped reports); not guaranteed for small crowds.
+        * ``"normal approximation"`` otherwise (RR, local RR, Pure): ``h = z * sqrt(variance()) +
+          step / 2``, with ``z`` the two-sided standard-normal quantile, the worst-case variance
+          (for Pure, all users holding 1) and a continuity correction of half the spacing
+          ``step`` between the estimate's possible values. Not guaranteed: checked exactly for
+          RR at 300 to 100,000 users with 30 to 160 expected flipped reports, where the coverage
+          is between ``level`` and ``level + 0.03`` for levels 0.9, 0.95 and 0.99; with only a
+          handful of flipped or dropped reports it can fall below ``level``.
 
         The interval is a post-processing of the released estimate and the public parameters:
         it costs no privacy.
@@ -136,9 +139,17 @@ class BitSumProtocol(ShuffleProtocol):
         return ConfidenceInterval(low, high, level, method)
 
     def _error_half_width(self, level: float) -> tuple[float, str]:
-        """``(h, method)``: the normal approximation with the worst-case variance; exact subclasses override."""
+        """``(h, method)``: the normal approximation with the worst-case variance; exact subclasses override.
+
+        ``h = z sd + step/2``: the continuity correction for an estimate on a lattice of spacing
+        ``step`` (`_lattice_step`).
+        """
         z = float(stats.norm.isf((1.0 - level) / 2.0))
-        return z * math.sqrt(float(np.max(self.variance()))), NORMAL_APPROXIMATION
+        return z * math.sqrt(float(np.max(self.variance()))) + 0.5 * self._lattice_step(), NORMAL_APPROXIMATION
+
+    def _lattice_step(self) -> float:
+        """The spacing of the values the estimate takes (one count, rescaled by the debiasing)."""
+        return 1.0
 
     def check_bits(self, bits: Any) -> np.ndarray:
         """Validate bits and return them as an integer array of shape ``(n_users, n_instances)``.
@@ -146,15 +157,17 @@ class BitSumProtocol(ShuffleProtocol):
         An integer numpy array is checked in one pass, without a copy; anything else (and an
         array that fails that check, for the error message) goes through the general check.
         """
+        if type(bits) is np.ndarray and bits.dtype == bool:
+            bits = bits.view(np.int8)  # False/True are the bytes 0/1: the same values, no copy
         if _integer_bits_in_one_pass(bits):
-            array = bits
+            array = _as_signed(bits)
         else:
             array = check_array(bits, "bits", type(self).__name__, ndim=(1, 2), low=0, high=1, integer=True)
         if array.shape[0] == 0 or array.size == 0:
             raise invalid(
                 "bits", type(self).__name__, "a non-empty array (at least one user and one instance)", f"shape {array.shape}"
             )
-        return array.reshape(array.shape[0], -1)  # integer dtype kept (int8 inputs stay small)
+        return array.reshape(array.shape[0], -1)  # signed integer dtype (int8 inputs stay small)
 
     def event_for_participants(self, n_participants: int) -> PrivacyEvent:
         """The guarantee actually achieved when ``n_participants`` users take part.
@@ -237,6 +250,17 @@ def _integer_bits_in_one_pass(bits: Any) -> bool:
         return False
     unsigned = bits.view(np.dtype(bits.dtype.str.replace("i", "u")))  # same width and byte order
     return bool(unsigned.max() <= 1)
+
+
+def _as_signed(bits: np.ndarray) -> np.ndarray:
+    """Checked 0/1 bits of an unsigned dtype viewed as the signed dtype of the same width (no copy).
+
+    Counts and differences of unsigned arrays stay unsigned in numpy (``n - ones`` wraps, a
+    ``uint64`` sum does not cast to ``int64``), so every protocol receives signed bits.
+    """
+    if bits.dtype.kind == "u":
+        return bits.view(np.dtype(bits.dtype.str.replace("u", "i")))
+    return bits
 
 
 def instance_ids(n_users: int, n_instances: int) -> np.ndarray:

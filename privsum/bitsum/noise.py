@@ -144,6 +144,10 @@ class _SignedCounts(BitSumProtocol):
         total = self.n_users if true_sum is None else check_array(true_sum, "true_sum", type(self).__name__, low=0.0)
         return (total * q * (1.0 - q) + noise) / (1.0 - q) ** 2
 
+    def _lattice_step(self) -> float:
+        """The estimate moves by ``1/(1-q)`` per message."""
+        return 1.0 / (1.0 - self.drop_probability)
+
 
 @dataclass(frozen=True, kw_only=True)
 class ThreeNBBitSum(_SignedCounts):

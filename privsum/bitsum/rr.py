@@ -110,6 +110,10 @@ class _FlippedReports(BitSumProtocol):
         q = self.flip_probability
         return self.n_users * q * (1.0 - q) / (1.0 - 2.0 * q) ** 2
 
+    def _lattice_step(self) -> float:
+        """The estimate moves by ``1/(1-2q)`` per reported one."""
+        return 1.0 / (1.0 - 2.0 * self.flip_probability)
+
 
 @dataclass(frozen=True, kw_only=True)
 class RRBitSum(_FlippedReports):

@@ -16,6 +16,7 @@ from privsum._validation import check_choice, check_delta, check_epsilon, check_
 from privsum.accounting.events import ComposedEvent, GuaranteeEvent, PrivacyEvent
 from privsum.accounting.guarantee import PrivacyGuarantee
 from privsum.accounting.pld import PLDPair
+from privsum.bitsum import bitsum_protocol
 from privsum.bitsum.base import BitSumProtocol
 from privsum.bitsum.central import CentralGaussianBitSum, CentralLaplaceBitSum, ExactBitSum
 from privsum.exceptions import PrivacyLeakWarning
@@ -376,7 +377,7 @@ class ShuffledKDE(ShuffleProtocol):
         cls,
         *,
         family: LSQFamily,
-        protocol: type[BitSumProtocol],
+        protocol: type[BitSumProtocol] | str,
         epsilon: float,
         delta: float,
         n_users: int,
@@ -403,7 +404,9 @@ class ShuffledKDE(ShuffleProtocol):
 
         Args:
             family: the LSQ family.
-            protocol: a `BitSumProtocol` class with ``from_privacy(epsilon=, delta=, n_users=, calibration=)``.
+            protocol: a `BitSumProtocol` class with ``from_privacy(epsilon=, delta=, n_users=, calibration=)``,
+                or its short name as the classifier takes it (``"rr"``, ``"3nb"``, ``"pure"``, ... :
+                `privsum.bitsum.PROTOCOLS`).
             epsilon: target overall epsilon.
             delta: target overall delta in ``[0, 1)``.
             n_users: users taking part.
@@ -419,8 +422,7 @@ class ShuffledKDE(ShuffleProtocol):
         owner = "ShuffledKDE.from_privacy"
         if not isinstance(family, LSQFamily):
             raise invalid("family", owner, "an LSQFamily", type(family).__name__)
-        if not (isinstance(protocol, type) and issubclass(protocol, BitSumProtocol)):
-            raise invalid("protocol", owner, "a BitSumProtocol class", protocol)
+        protocol = bitsum_protocol(protocol, owner)
         epsilon = check_epsilon(epsilon, owner)
         delta = check_delta(delta, owner)
         n_users = check_integer(n_users, "n_users", owner, low=1)

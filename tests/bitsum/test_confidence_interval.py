@@ -135,9 +135,35 @@ def test_exact_sum_interval_is_the_estimate():
 def test_normal_approximation_covers_close_to_the_level(protocol, fraction):
     interval = protocol.confidence_interval(0.0, level=0.95)
     assert interval.method == "normal approximation"
-    assert interval.high == pytest.approx(stats.norm.isf(0.025) * math.sqrt(protocol.variance()), rel=1e-12)
+    flipped = hasattr(protocol, "flip_probability")
+    step = 1 / (1 - 2 * protocol.flip_probability) if flipped else 1 / (1 - protocol.drop_probability)
+    assert interval.high == pytest.approx(stats.norm.isf(0.025) * math.sqrt(protocol.variance()) + step / 2, rel=1e-12)
     count = coverage_count(protocol, random_bits(protocol.n_users, 9, fraction), 0.95, seed=10)
-    assert_not_outside(count, TRIALS, 0.94, 0.96)
+    assert_not_outside(count, TRIALS, 0.95, 0.97)
+
+
+def rr_exact_coverage(protocol: RRBitSum, true_sum: int, half_width: float) -> float:
+    """``P(|estimate - S| <= h)`` for RR.
+
+    The estimate is ``(B0 + S - B1 - n q)/(1 - 2q)`` with ``B1 ~ Bin(S, q)``, ``B0 ~ Bin(n - S, q)``.
+    """
+    n, q = protocol.n_users, protocol.flip_probability
+    reach = min(n + 1, 3000)
+    flipped_ones = stats.binom.pmf(np.arange(reach), true_sum, q)
+    flipped_zeros = stats.binom.pmf(np.arange(reach), n - true_sum, q)
+    difference = np.convolve(flipped_zeros, flipped_ones[::-1])  # B0 - B1 on -(reach-1)..reach-1
+    error = (np.arange(-(reach - 1), reach) - n * q + 2 * q * true_sum) / (1 - 2 * q)
+    return float(difference[np.abs(error) <= half_width + 1e-9].sum())
+
+
+@pytest.mark.parametrize("n_users", [2000, 100_000])
+@pytest.mark.parametrize("level", [0.9, 0.95, 0.99])
+def test_rr_normal_interval_covers_at_least_the_level_exactly(n_users, level):
+    """The continuity-corrected normal interval, checked against RR's exact error distribution over true sums."""
+    protocol = RRBitSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=n_users)
+    half_width = protocol.confidence_interval(0.0, level=level).high
+    coverages = [rr_exact_coverage(protocol, int(s), half_width) for s in np.linspace(0, n_users, 41)]
+    assert level <= min(coverages) and max(coverages) <= level + 0.03
 
 
 def test_interval_shapes_printing_and_unpacking():

@@ -87,7 +87,8 @@ class PrivacyGuarantee:
     """An (epsilon, delta)-DP guarantee under a stated neighbouring relation.
 
     Attributes:
-        epsilon: privacy-loss bound, ``> 0`` (``inf`` means no guarantee).
+        epsilon: privacy-loss bound, ``>= 0`` (``0`` where genuinely achieved, e.g. a mechanism
+            whose output does not depend on the data up to ``delta``; ``inf`` means no guarantee).
         delta: failure probability in ``[0, 1)``; ``0`` is pure DP.
         neighbouring: the relation the guarantee is stated for.
 
@@ -104,7 +105,9 @@ class PrivacyGuarantee:
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, owner, allow_infinite=True))
+        object.__setattr__(
+            self, "epsilon", check_epsilon(self.epsilon, owner, allow_infinite=True, allow_zero=True, high=math.inf)
+        )
         object.__setattr__(self, "delta", check_delta(self.delta, owner))
         object.__setattr__(self, "neighbouring", Neighbouring.parse(self.neighbouring, owner))
 

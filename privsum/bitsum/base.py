@@ -157,15 +157,17 @@ class BitSumProtocol(ShuffleProtocol):
         An integer numpy array is checked in one pass, without a copy; anything else (and an
         array that fails that check, for the error message) goes through the general check.
         """
+        if type(bits) is np.ndarray and bits.dtype == bool:
+            bits = bits.view(np.int8)  # False/True are the bytes 0/1: the same values, no copy
         if _integer_bits_in_one_pass(bits):
-            array = bits
+            array = _as_signed(bits)
         else:
             array = check_array(bits, "bits", type(self).__name__, ndim=(1, 2), low=0, high=1, integer=True)
         if array.shape[0] == 0 or array.size == 0:
             raise invalid(
                 "bits", type(self).__name__, "a non-empty array (at least one user and one instance)", f"shape {array.shape}"
             )
-        return array.reshape(array.shape[0], -1)  # integer dtype kept (int8 inputs stay small)
+        return array.reshape(array.shape[0], -1)  # signed integer dtype (int8 inputs stay small)
 
     def event_for_participants(self, n_participants: int) -> PrivacyEvent:
         """The guarantee actually achieved when ``n_participants`` users take part.
@@ -248,6 +250,17 @@ def _integer_bits_in_one_pass(bits: Any) -> bool:
         return False
     unsigned = bits.view(np.dtype(bits.dtype.str.replace("i", "u")))  # same width and byte order
     return bool(unsigned.max() <= 1)
+
+
+def _as_signed(bits: np.ndarray) -> np.ndarray:
+    """Checked 0/1 bits of an unsigned dtype viewed as the signed dtype of the same width (no copy).
+
+    Counts and differences of unsigned arrays stay unsigned in numpy (``n - ones`` wraps, a
+    ``uint64`` sum does not cast to ``int64``), so every protocol receives signed bits.
+    """
+    if bits.dtype.kind == "u":
+        return bits.view(np.dtype(bits.dtype.str.replace("u", "i")))
+    return bits
 
 
 def instance_ids(n_users: int, n_instances: int) -> np.ndarray:

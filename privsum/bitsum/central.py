@@ -26,7 +26,13 @@ import numpy as np
 from privsum._random import RNGLike, as_generator
 from privsum._validation import check_choice, check_delta, check_epsilon, check_integer, check_real, invalid
 from privsum.accounting.calibration import calibrate
-from privsum.accounting.events import DiscreteGaussianEvent, GuaranteeEvent, PrivacyEvent
+from privsum.accounting.events import (
+    MAX_DISCRETE_GAUSSIAN_SIGMA,
+    MIN_DISCRETE_GAUSSIAN_SIGMA,
+    DiscreteGaussianEvent,
+    GuaranteeEvent,
+    PrivacyEvent,
+)
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
 from privsum.bitsum.base import EXACT, BitSumProtocol, check_calibration, instance_ids, symmetric_noise_half_width
 from privsum.shuffle.histogram import MessageHistogram
@@ -224,7 +230,8 @@ class CentralGaussianBitSum(_Curated):
 
     Args:
         n_users: users (the guarantee does not depend on it).
-        scale: ``sigma > 0`` of the discrete Gaussian (pmf ``proportional to exp(-z^2/(2 sigma^2))``).
+        scale: ``sigma`` in ``[0.01, 10^4]`` of the discrete Gaussian (pmf ``proportional to
+            exp(-z^2/(2 sigma^2))``; the bounds keep its exact privacy accounting bounded).
         delta: the delta at which the headline epsilon is reported, in ``(0, 1)``.
         noise_source: ``"opendp"`` (exact, secure) or ``"numpy"`` (reproducible from ``rng``).
 
@@ -252,7 +259,11 @@ class CentralGaussianBitSum(_Curated):
     def __post_init__(self) -> None:
         owner = type(self).__name__
         object.__setattr__(self, "n_users", check_integer(self.n_users, "n_users", owner, low=1))
-        object.__setattr__(self, "scale", check_real(self.scale, "scale", owner, low=0.0, low_open=True))
+        object.__setattr__(
+            self,
+            "scale",
+            check_real(self.scale, "scale", owner, low=MIN_DISCRETE_GAUSSIAN_SIGMA, high=MAX_DISCRETE_GAUSSIAN_SIGMA),
+        )
         object.__setattr__(self, "delta", check_delta(self.delta, owner, allow_zero=False))
         self._check_source()
 

@@ -88,12 +88,18 @@ def stated_under(event: PrivacyEvent, neighbouring: Neighbouring) -> PrivacyEven
 def sub_domain_index(values: Any) -> np.ndarray:
     """The sub-domain of each non-negative integer: ``0`` for ``{0, 1}``, ``j`` for ``(2^{j-1}, 2^j]``.
 
+    Exact for every integer below ``2^63``; negative or non-integer values (``-1``, ``2.7``) and
+    floats are refused, never rounded or clipped.
+
     Examples:
         >>> sub_domain_index([0, 1, 2, 3, 4, 5, 8, 9, 2**20]).tolist()
         [0, 0, 1, 2, 2, 3, 3, 4, 20]
     """
-    array = np.asarray(values, dtype=np.int64)
-    exponent = np.frexp(np.maximum(array - 1, 0).astype(float))[1]  # bit length of x - 1 (exact below 2^53)
+    array = check_integer_array(values, "values", "sub_domain_index", ndim=None, low=0)
+    below = np.maximum(array - 1, 0).astype(np.uint64)
+    exponent = np.frexp(below.astype(float))[1].astype(np.int64)  # bit length of x - 1, or one more where rounded up
+    power = np.left_shift(np.uint64(1), np.maximum(exponent - 1, 0).astype(np.uint64))
+    exponent -= (exponent > 0) & (power > below)  # the float rounded x - 1 up to the next power of two
     return np.where(array <= 1, 0, exponent).astype(np.int64)
 
 

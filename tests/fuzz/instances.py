@@ -9,6 +9,7 @@ import numpy as np
 from privsum.accounting import (
     ComposedEvent,
     DiscreteGaussianEvent,
+    GaussianEvent,
     GuaranteeEvent,
     ParallelEvent,
     PrivacyAccountant,
@@ -44,9 +45,11 @@ from privsum.sketches import RACE, RACEClassifier, RACELinearRegression
 from privsum.sums import (
     BlanketRealSum,
     CentralClippedSum,
+    CentralGaussianVectorSum,
     ClippedSum,
     ClippedVectorSum,
     CorrelatedNoiseSum,
+    ExactVectorSum,
     MultiMessageSum,
     PrivateCentralClippedSum,
     ShuffledVectorSum,
@@ -112,6 +115,7 @@ CONSTRUCTORS: dict[str, tuple[type, dict[str, Any]]] = {
     "ParallelEvent": (ParallelEvent, {"events": (GuaranteeEvent(GUARANTEE),) * 2, "parts_per_user": 1}),
     "RelationEvent": (RelationEvent, {"event": GuaranteeEvent(GUARANTEE), "relation": "zero-out"}),
     "DiscreteGaussianEvent": (DiscreteGaussianEvent, {"sigma": 5.0, "headline": PrivacyGuarantee(1.0, 1e-3)}),
+    "GaussianEvent": (GaussianEvent, {"sigma": 8.5, "sensitivity": 2.0, "headline": PrivacyGuarantee(1.0, 1e-6)}),
     "SkellamEvent": (SkellamEvent, {"mu": 50.0, "l2_sensitivity": 2.0, "l1_sensitivity": 4.0, "headline_delta": 1e-6}),
     "PrivacyProfile": (PrivacyProfile, {"p": [0.5, 0.5], "q": [0.25, 0.75]}),
     "WorstCaseProfile": (WorstCaseProfile, {"profiles": [PROFILE]}),
@@ -190,6 +194,11 @@ FROM_PRIVACY_ARGUMENTS: dict[str, tuple[type, dict[str, Any]]] = {
         {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "dimension": 2, "radius": 1.0, "levels": 16},
     ),
     "SparseVectorAggregation": (SparseVectorAggregation, {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "dimension": 4}),
+    "CentralGaussianVectorSum": (
+        CentralGaussianVectorSum,
+        {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "dimension": 2, "norm_bound": 1.0},
+    ),
+    "ExactVectorSum": (ExactVectorSum, {"n_users": N, "dimension": 2, "norm_bound": 1.0}),
     "ShuffledKDE": (
         ShuffledKDE,
         {"family": RFF, "protocol": RRBitSum, "epsilon": 4.0, "delta": 1e-6, "n_users": N},

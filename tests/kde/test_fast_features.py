@@ -45,9 +45,7 @@ def test_fast_and_exact_rounding_differ_only_where_the_uniform_falls_between_the
     family = RandomFourierFeatures(dimension=64, n_repetitions=500, seed=6)
     points = np.random.default_rng(7).standard_normal((2000, 64)) / 8.0
     fast = protocol_module._round_to_bits(family, points, np.random.default_rng(8), None, protocol_module._Workspace())
-    exact = protocol_module._round_to_bits(
-        family, points, np.random.default_rng(8), None, protocol_module._Workspace(), "exact"
-    )
+    exact = protocol_module._round_to_bits(family, points, np.random.default_rng(8), None, protocol_module._Workspace(), "exact")
     probabilities = protocol_module._fourier_probabilities(family, points, None, protocol_module._Workspace())
     mean_differences = float(np.abs(probabilities - _exact_probabilities(family, points)).sum())
     limit = stats.poisson.isf(1e-6, max(mean_differences, 1e-9))

@@ -52,6 +52,8 @@ KERNELS = ("gaussian", "ip", "lsh")
 #: How labels are protected: a separate randomized-response round, or inside one joint vector sum.
 LABEL_PRIVACY = ("round", "joint")
 _MIN_CLASS_USERS = 2
+# Query points x features evaluated at once by `class_densities`.
+_QUERY_ENTRIES = 1 << 21
 
 
 class ShuffledKDEClassifier(ClassifierBase):
@@ -367,8 +369,7 @@ class ShuffledKDEClassifier(ClassifierBase):
         self._check_fitted()
         points = _check_points(X, type(self).__name__, n_features=self.n_features_in_)
         points = self.family_.check_points(points, "X")
-        columns = [np.full(points.shape[0], -np.inf) if d is None else d(points) for d in self.densities_]
-        return np.stack(columns, axis=1)
+        return _densities_at(self.densities_, self.family_, points)
 
     def decision_function(self, X: Any) -> np.ndarray:
         """scikit-learn's convention: `class_densities`, or for two classes the second minus the first."""
@@ -418,6 +419,27 @@ def decode_class(model: ShuffledKDEClassifier, label: Any, words: Any, embedding
     scores = density(vectors)
     order = np.argsort(-scores, kind="stable")[:top_k]
     return [words[i] for i in order]
+
+
+def _densities_at(densities: list[KDEFunction | None], family: LSQFamily, points: np.ndarray) -> np.ndarray:
+    """Every class's `KDEFunction` at ``points`` (``-inf`` for empty classes), the query features computed once.
+
+    The same values as calling each density (``g(y) @ F / (n I)``), as one matrix product per
+    chunk of query points instead of one feature map per class.
+    """
+    width = family.n_repetitions * family.n_coordinates
+    values = np.full((points.shape[0], len(densities)), -np.inf)
+    live = [c for c, d in enumerate(densities) if d is not None]
+    if not live or points.shape[0] == 0:
+        return values
+    weights = np.stack(
+        [densities[c].coefficients.ravel() / (densities[c].n_users * family.n_repetitions) for c in live], axis=1
+    )
+    step = max(1, _QUERY_ENTRIES // width)
+    for start in range(0, points.shape[0], step):
+        chunk = points[start : start + step]
+        values[start : start + step, live] = family.g(chunk).reshape(chunk.shape[0], width) @ weights
+    return values
 
 
 def _check_points(X: Any, owner: str, *, n_features: int | None = None) -> np.ndarray:

@@ -1,7 +1,8 @@
 """Private RACE sketches on real text embeddings: kernel density and classification versus epsilon.
 
 Run with ``python examples/race_on_wordnet.py`` (under a minute on two cores); ``--help`` lists
-the sizes. It reproduces the kind of result of seed 002 (Coleman & Shrivastava, CCS 2021) on the
+the sizes. It reproduces the kind of result of Coleman & Shrivastava, "A One-Pass Distributed
+and Private Sketch for Kernel Sums with Applications to Machine Learning at Scale", CCS 2021, on the
 bundled WordNet glosses (`privsum.datasets.load_wordnet_glosses`):
 
 * **Private KDE.** One RACE sketch of the training split (the private data) is released under

@@ -150,3 +150,14 @@ def test_points_above_the_norm_bound_are_refused_by_the_vector_protocol() -> Non
     X, y = two_blobs(20)
     with pytest.raises(InvalidParameterError, match="'x' parameter.*norm"):
         ShuffledKDEClassifier(classes=["a", "b"], kernel="ip", protocol="central-gaussian").fit(X * 3, y)
+
+
+@pytest.mark.parametrize(("kernel", "protocol"), [("gaussian", "central-gaussian"), ("ip", "3nb"), ("lsh", "exact")])
+def test_class_densities_equal_each_released_function(kernel: str, protocol: str) -> None:
+    X, y = two_blobs(60)
+    model = ShuffledKDEClassifier(classes=["a", "b"], kernel=kernel, protocol=protocol, n_repetitions=16, random_state=0).fit(
+        X, y
+    )
+    queries = np.random.default_rng(3).normal(0, 0.2, (50, 2)).clip(-0.7, 0.7)
+    expected = np.stack([d(queries) for d in model.densities_], axis=1)
+    np.testing.assert_allclose(model.class_densities(queries), expected, rtol=1e-10, atol=1e-12)

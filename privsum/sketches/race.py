@@ -10,10 +10,11 @@ from typing import Any
 import numpy as np
 
 from privsum._random import RNGLike
-from privsum._serialisation import Envelope, header_field, pack, unpack
+from privsum._serialisation import Envelope, check_key, header_field, pack, unpack
 from privsum._validation import check_choice, check_epsilon, check_integer, check_real, invalid
 from privsum.accounting import GuaranteeEvent, Neighbouring, PrivacyGuarantee
 from privsum.exceptions import IncompatibleSketchError, InvalidParameterError
+from privsum.lsq.base import LOADER_PUBLIC_DRAWS, check_loader_draws
 from privsum.lsq.lsh import LSHFamily, family_from_spec
 from privsum.shuffle.streaming import is_chunk_stream, iter_user_chunks
 from privsum.sketches._noise import add_discrete_laplace
@@ -119,8 +120,8 @@ class _CounterArray(abc.ABC):
     def _header(self) -> dict[str, Any]:
         return {"family": self.family.spec(), "fingerprint": self.family.fingerprint(), "shape": [self.n_rows, self.width]}
 
-    def _serialise(self, kind: int, extra: dict[str, Any]) -> bytes:
-        return pack(_ENVELOPE, kind, {**self._header(), **extra}, self.counts, "<i8")
+    def _serialise(self, kind: int, extra: dict[str, Any], key: bytes | None = None) -> bytes:
+        return pack(_ENVELOPE, kind, {**self._header(), **extra}, self.counts, "<i8", key=key)
 
 
 class RACE(_CounterArray):
@@ -287,17 +288,25 @@ class RACE(_CounterArray):
         )
         return ReleasedRACE(family=self.family, counts=noisy, epsilon=epsilon, neighbouring=relation, noise_scale=scale)
 
-    def to_bytes(self) -> bytes:
-        """Versioned binary form (no pickle): header (JSON family spec, fingerprint) + int64 counters."""
-        return self._serialise(_KIND_RAW, {"n_updates": self._n_updates})
+    def to_bytes(self, *, key: bytes | None = None) -> bytes:
+        """Versioned binary form (no pickle): header (JSON family spec, fingerprint) + int64 counters.
+
+        ``key`` (at least 16 bytes) signs the bytes with HMAC-SHA256; the plain checksum only
+        detects corruption.
+        """
+        return self._serialise(_KIND_RAW, {"n_updates": self._n_updates}, check_key(key, "RACE.to_bytes"))
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> RACE:
-        """Rebuild a sketch from `to_bytes` output; raises on a corrupt or foreign payload."""
+    def from_bytes(cls, data: bytes, *, key: bytes | None = None, max_public_draws: int = LOADER_PUBLIC_DRAWS) -> RACE:
+        """Rebuild a sketch from `to_bytes` output; raises on a corrupt or foreign payload.
+
+        With ``key``, unsigned or mis-signed bytes are refused. The family's size is checked
+        against the counters and ``max_public_draws`` (default 2^20) before it is drawn.
+        """
         owner = "RACE.from_bytes"
-        header, counts = _parse(data, _KIND_RAW, owner)
+        header, counts = _parse(data, _KIND_RAW, owner, check_key(key, owner))
         n_updates = header_field(header, "n_updates", int, owner)
-        family = _family_from_header(header, owner)
+        family = _family_from_header(header, owner, max_public_draws, counts.shape[0])
         if not (n_updates >= 0 and np.all(counts >= 0) and np.all(counts.sum(axis=1) == n_updates)):
             raise invalid(
                 "data", "RACE.from_bytes", "counters consistent with the stored number of updates", "inconsistent counters"
@@ -477,17 +486,21 @@ class ReleasedRACE(_CounterArray):
         """Not allowed: noise is added exactly once (raises `TypeError`)."""
         raise TypeError("A ReleasedRACE is already private; it cannot be released again.")
 
-    def to_bytes(self) -> bytes:
-        """Versioned binary form (no pickle): header (family, epsilon, relation, scale) + int64 counters."""
+    def to_bytes(self, *, key: bytes | None = None) -> bytes:
+        """Versioned binary form (no pickle): header (family, epsilon, relation, scale) + int64 counters.
+
+        ``key`` (at least 16 bytes) signs the bytes with HMAC-SHA256: the plain checksum only
+        detects corruption, anyone can edit the header (epsilon, noise scale) and recompute it.
+        """
         extra = {"epsilon": self.epsilon, "neighbouring": self.neighbouring.value, "noise_scale": self.noise_scale}
-        return self._serialise(_KIND_RELEASED, extra)
+        return self._serialise(_KIND_RELEASED, extra, check_key(key, "ReleasedRACE.to_bytes"))
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> ReleasedRACE:
-        """Rebuild a released sketch from `to_bytes` output."""
+    def from_bytes(cls, data: bytes, *, key: bytes | None = None, max_public_draws: int = LOADER_PUBLIC_DRAWS) -> ReleasedRACE:
+        """Rebuild a released sketch from `to_bytes` output (with ``key``: only bytes signed with it)."""
         owner = "ReleasedRACE.from_bytes"
-        header, counts = _parse(data, _KIND_RELEASED, owner)
-        family = _family_from_header(header, owner)
+        header, counts = _parse(data, _KIND_RELEASED, owner, check_key(key, owner))
+        family = _family_from_header(header, owner, max_public_draws, counts.shape[0])
         try:
             return cls(
                 family=family,
@@ -521,14 +534,19 @@ def _check_compatible(first: _CounterArray, second: Any, kind: type) -> None:
         )
 
 
-def _parse(data: Any, kind: int, owner: str) -> tuple[dict[str, Any], np.ndarray]:
-    header, counts = unpack(data, _ENVELOPE, kind, _KIND_NAMES[kind], "<i8", owner)
+def _parse(data: Any, kind: int, owner: str, key: bytes | None = None) -> tuple[dict[str, Any], np.ndarray]:
+    header, counts = unpack(data, _ENVELOPE, kind, _KIND_NAMES[kind], "<i8", owner, key=key)
     if counts.ndim != 2:
         raise invalid("data", owner, "a 2-D counter array", f"shape {counts.shape}")
     return header, counts.astype(np.int64)
 
 
-def _family_from_header(header: dict[str, Any], owner: str) -> LSHFamily:
+def _family_from_header(header: dict[str, Any], owner: str, max_public_draws: int, n_rows: int) -> LSHFamily:
+    """The family the header names, its size checked against the counters and ``max_public_draws`` before it is drawn."""
+    spec = header.get("family")
+    if not isinstance(spec, dict):
+        raise invalid("data", owner, "a hash family header (a JSON object)", type(spec).__name__)
+    check_loader_draws(spec, max_public_draws, owner, n_repetitions=n_rows)
     try:
         family = family_from_spec(header.get("family"))
     except InvalidParameterError as error:

@@ -14,6 +14,7 @@ from scipy.special import ive
 from scipy.stats import binomtest
 
 from privsum.accounting import RDP_ORDERS, Neighbouring, SkellamEvent, rdp_epsilon
+from privsum.accounting.gaussian import gaussian_sigma
 from privsum.exceptions import InvalidParameterError, PrivacyLeakWarning
 from privsum.shuffle import MessageBatch, UserChunks
 from privsum.shuffle.sparse import SparseMessageHistogram
@@ -65,8 +66,8 @@ class TestSkellamConformance(ProtocolConformance):
 
 def test_demo_setting_costs_and_noise():
     """The demo setting (n = 3000, d = 384, ||x|| <= 1, delta = 1e-6): noise within 10% of the analytic Gaussian's."""
-    gaussian_sigma = {1.0: 8.4494, 3.0: 3.0877}  # Balle & Wang's analytic Gaussian, L2 sensitivity 2, delta = 1e-6
-    for epsilon, sigma in gaussian_sigma.items():
+    for epsilon in (1.0, 3.0):
+        sigma = gaussian_sigma(epsilon, 1e-6, sensitivity=2.0)  # Balle & Wang's analytic Gaussian
         protocol = SkellamVectorSum.from_privacy(epsilon=epsilon, delta=1e-6, n_users=3_000, dimension=384, norm_bound=1.0)
         assert protocol.guarantee.epsilon <= epsilon and protocol.guarantee.delta == 1e-6
         assert protocol.neighbouring is Neighbouring.REPLACE_ONE
@@ -231,13 +232,17 @@ def test_no_wrap_on_extreme_inputs():
         assert np.all(np.abs(estimates - x.sum(axis=0)) < 8 * math.sqrt(protocol.variance()))
 
 
-def test_streamed_run_matches():
-    protocol = _small()
-    x = _unit_rows(20, 3, 9)
+@pytest.mark.parametrize("path", ["fast", "faithful"])
+def test_streamed_run_matches_one_run_in_distribution(path):
+    protocol = _small(scale=2.0)
+    x = _unit_rows(20, 3, 9) * 0.8
     chunks = UserChunks([x[:7], x[7:15], x[15:]])
     rng = np.random.default_rng(14)
-    streamed = np.array([protocol.run(chunks, rng=rng) for _ in range(400)])
-    assert_mean(streamed[:, 0] - x[:, 0].sum(), 0.0, variance=protocol.variance(x)[0])
+    streamed = np.array([protocol.run(chunks, rng=rng, path=path) for _ in range(1_500)]) * protocol.scale
+    whole = np.array([protocol.run(x, rng=rng) for _ in range(1_500)]) * protocol.scale
+    for coordinate in range(3):
+        assert_same_distribution(np.round(streamed[:, coordinate]), np.round(whole[:, coordinate]))
+    assert_mean(streamed[:, 0] / protocol.scale - x[:, 0].sum(), 0.0, variance=protocol.variance(x)[0])
 
 
 # --------------------------------------------------------------------------- participation
@@ -314,6 +319,8 @@ def test_faithful_path_is_bounded_before_allocation():
     ("changes", "name"),
     [
         ({"n_shares": 2}, "n_shares"),  # far too few for the share bound at 20 users
+        ({"n_shares": 10**9}, "n_shares"),
+        ({"scale": 2.0**31}, "scale"),
         ({"modulus": 64}, "modulus"),  # the noisy sum would wrap
         ({"modulus": 2**47}, "modulus"),
         ({"dimension": 10**12}, "dimension"),

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from privsum._deprecation import NOT_GIVEN, renamed
 from privsum._random import RNGLike
 from privsum._serialisation import Envelope, check_key, header_field, pack, unpack
 from privsum._validation import check_choice, check_epsilon, check_integer, check_real, invalid
@@ -252,8 +253,9 @@ class RACE(_CounterArray):
         epsilon: float,
         *,
         neighbouring: Neighbouring | str = Neighbouring.ADD_REMOVE,
-        sampler: str = "opendp",
+        noise_source: str = "opendp",
         rng: RNGLike = None,
+        sampler: str = NOT_GIVEN,
     ) -> ReleasedRACE:
         """Release the sketch under pure epsilon-DP by adding discrete Laplace noise to every counter.
 
@@ -265,9 +267,10 @@ class RACE(_CounterArray):
         Args:
             epsilon: the privacy parameter, ``> 0``.
             neighbouring: ``"add-remove"`` (seed 002's relation) or ``"replace-one"``.
-            sampler: ``"opendp"`` (exact sampler, OS randomness; ``rng`` must be ``None`` or ``"secure"``) or
+            noise_source: ``"opendp"`` (exact sampler, OS randomness; ``rng`` must be ``None`` or ``"secure"``) or
                 ``"numpy"`` (seeded from ``rng``; floating-point geometric sampling, for experiments).
-            rng: private randomness for ``sampler="numpy"``; never stored.
+            rng: private randomness for ``noise_source="numpy"``; never stored.
+            sampler: deprecated name of ``noise_source``.
 
         Returns:
             A `ReleasedRACE` carrying the noisy counters and its accounting event. The exact
@@ -276,15 +279,16 @@ class RACE(_CounterArray):
         Privacy:
             ``(epsilon, 0)``-DP under the chosen relation, assuming each point is a different
             user (a user with ``k`` points has ``k`` times the sensitivity). The discrete Laplace
-            mechanism is exactly epsilon-DP for integer queries; with ``sampler="numpy"`` this holds
+            mechanism is exactly epsilon-DP for integer queries; with ``noise_source="numpy"`` this holds
             up to floating-point error of the sampler.
         """
         owner = "RACE.release"
+        noise_source = renamed("sampler", sampler, "noise_source", noise_source, "opendp", owner)
         epsilon = check_epsilon(epsilon, owner)
         relation = Neighbouring.parse(neighbouring, owner, SKETCH_RELATIONS)
         scale = noise_scale(self.n_rows, epsilon, relation)
         noisy = add_discrete_laplace(
-            self._counts, sensitivity=scale * epsilon, epsilon=epsilon, sampler=sampler, rng=rng, owner=owner
+            self._counts, sensitivity=scale * epsilon, epsilon=epsilon, noise_source=noise_source, rng=rng, owner=owner
         )
         return ReleasedRACE(family=self.family, counts=noisy, epsilon=epsilon, neighbouring=relation, noise_scale=scale)
 
@@ -423,7 +427,7 @@ class ReleasedRACE(_CounterArray):
         >>> from privsum.lsq import L2LSH
         >>> family = L2LSH(dimension=1, n_repetitions=50, bucket_width=2.0, n_buckets=32, seed=3)
         >>> sketch = RACE(family).update(np.linspace(-1, 1, 1000)[:, None])
-        >>> released = sketch.release(1.0, sampler="numpy", rng=0)
+        >>> released = sketch.release(1.0, noise_source="numpy", rng=0)
         >>> released.noise_scale, released.event.guarantee
         (50.0, PrivacyGuarantee(epsilon=1.0, delta=0.0, neighbouring='add-remove'))
     """

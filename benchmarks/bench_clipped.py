@@ -1,11 +1,14 @@
-"""Benchmark: one-round clipped sums (seed 004 Table 3 setting on synthetic data), high-dimensional and sparse variants.
+"""Benchmark: one-round clipped sums on synthetic data, high-dimensional and sparse variants.
+
+The setting is Table 3 of Dong, Luo, Fanti, Shi & Yi, "(Almost) Instance-optimal Clipping for
+Summation Problems in the Shuffle Model of Differential Privacy", CCS 2024.
 
 Run from the repository root:
 
     PYTHONPATH=. python benchmarks/bench_clipped.py            # full sizes (n = 10^5, U = 2^20), a few minutes
     PYTHONPATH=. python benchmarks/bench_clipped.py --quick    # smaller, for a smoke run
 
-Relative error RE = |estimate - truth| / truth, averaged like seed 004 (repetitions sorted, the
+Relative error RE = |estimate - truth| / truth, averaged like Dong et al. (CCS 2024) (repetitions sorted, the
 20% largest and 20% smallest dropped, the rest averaged: 4 + 4 of 20). Shuffle protocols run their
 fast paths (exact in law). Central references: "central DP, private tau" (`PrivateCentralClippedSum`,
 a DY23-type mechanism: exponential-mechanism threshold over the same candidates 2^j, then clipping;
@@ -13,9 +16,9 @@ epsilon-DP replace-one, the fair comparison) and "central, oracle tau = max" (cl
 maximum: **not** differentially private, a lower reference only). Ours runs under two neighbouring
 relations: replace-one (every sub-domain instance at epsilon/2: a replaced user touches two
 sub-domains) and zero-out (a user's value replaced by 0 touches one sub-domain, so every instance
-runs at the full epsilon: seed 004's accounting, made exact by the relation). The central references
+runs at the full epsilon: the accounting of Dong et al. (CCS 2024), made exact by the relation). The central references
 are the same mechanisms under both relations (their sensitivities do not change).
-Synthetic data only (seed 004's exact Zipf/Gauss parameters were lost in
+Synthetic data only (the exact Zipf/Gauss parameters of Dong et al. (CCS 2024) were lost in
 extraction; ours are stated in the output); the "images" are synthetic smooth blobs, not MNIST.
 """
 
@@ -75,14 +78,14 @@ def one_dimensional(args: argparse.Namespace, rng: np.random.Generator) -> None:
     gkmps = full_domain_correlated_sum(epsilon=epsilon, delta=delta, n_users=n, domain=domain)
     bbgn = full_domain_multi_message_sum(epsilon=epsilon, delta=delta, n_users=n, domain=domain)
     private_central = PrivateCentralClippedSum(epsilon=epsilon, domain=domain, failure_probability=0.1)
-    oracle = CentralClippedSum(epsilon=epsilon, sampler="numpy")  # oracle tau = max: NOT private, reference only
+    oracle = CentralClippedSum(epsilon=epsilon, noise_source="numpy")  # oracle tau = max: NOT private, reference only
     print(
         f"\n## 1-D sums: n = {n}, U = 2^{args.log_domain}, epsilon = {epsilon}, delta = {delta}, beta = 0.1, "
         f"{args.reps} repetitions"
     )
     print(f"one-round clipped sum: instances {[type(p).__name__[:4] for p in ours.instances]} (Corr = GKMPS21, Spar = BBGN20)")
     print(f"  guarantee {ours.guarantee} (each instance at epsilon/2, delta/2: a replaced user touches two sub-domains)")
-    print(f"  zero-out (instances at epsilon, delta, seed 004's accounting): guarantee {zero_out.guarantee}")
+    print(f"  zero-out (instances at epsilon, delta, the accounting of Dong et al. (CCS 2024)): guarantee {zero_out.guarantee}")
     print(f"GKMPS21 full domain: levels = {gkmps.levels} (random rounding), guarantee {gkmps.guarantee} (analytic claim)")
     print(f"BBGN20 full domain: modulus 2^{bbgn.modulus.bit_length() - 1}, {bbgn.n_shares} shares, guarantee {bbgn.guarantee}")
     print(
@@ -274,7 +277,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes")
     parser.add_argument("--seed", type=int, default=2024)
-    parser.add_argument("--reps", type=int, default=None, help="1-D repetitions (default 20 as seed 004; 10 with --quick)")
+    parser.add_argument("--reps", type=int, default=None, help="1-D repetitions (default 20, as Dong et al.; 10 with --quick)")
     args = parser.parse_args()
     args.n, args.log_domain, reps = (10_000, 16, 10) if args.quick else (100_000, 20, 20)
     args.reps = reps if args.reps is None else args.reps

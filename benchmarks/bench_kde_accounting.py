@@ -58,7 +58,7 @@ def main() -> None:
         else:
             kde = ShuffledKDE.from_privacy(**common, accounting=accounting, calibration=calibration)
         if accounting == "seed":
-            # Theorem 3.2 applied to the (epsilon0, delta0) requested from CSUZZ19 (the seed's claim). Computing
+            # Theorem 3.2 applied to the (epsilon0, delta0) requested from CSUZZ19 (the paper's claim). Computing
             # RR's exact epsilon for this flip probability (what kde.guarantee reports) takes minutes at this n.
             claim = (
                 f"({seed_composition_epsilon(requested, 1, args.repetitions, args.delta / 2):.6g}, "

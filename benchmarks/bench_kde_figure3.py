@@ -1,4 +1,7 @@
-"""Private Gaussian-KDE error versus epsilon on real embeddings (the shape of seed 001 Figure 3).
+"""Private Gaussian-KDE error versus epsilon on real embeddings.
+
+The shape of Figure 3 of Wagner, "Learning from End User Data with Shuffled Differential Privacy
+over Kernel Densities", ICLR 2025.
 
 Usage (from the repository root)::
 
@@ -13,7 +16,7 @@ count) and local DP (local RR), all calibrated from the same overall ``(epsilon,
 the LSQ and rounding error). The error is measured on 1,000 test embeddings as queries against
 the exact KDE: RMSE over queries and the largest absolute error, averaged over ``--trials`` runs.
 Prints a table and writes ``OUTPUT.csv``, ``OUTPUT.md`` (the same table) and ``OUTPUT.svg``: a
-dependency-free plot (log-log) with two panels, the RMSE against the exact KDE (what seed 001
+dependency-free plot (log-log) with two panels, the RMSE against the exact KDE (what Wagner (ICLR 2025)
 Figure 3 shows) and the RMSE added by rounding and privacy (against the LSQ estimate of the same
 draws), one line per protocol and the non-private level dash-dotted.
 """

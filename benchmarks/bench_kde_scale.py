@@ -1,4 +1,7 @@
-"""End-to-end time and peak memory of the shuffled-DP KDE (seed 001 Algorithm 1) at scale.
+"""End-to-end time and peak memory of the shuffled-DP KDE at scale.
+
+The KDE is Algorithm 1 of Wagner, "Learning from End User Data with Shuffled Differential Privacy
+over Kernel Densities", ICLR 2025.
 
 Usage (from the repository root)::
 
@@ -8,7 +11,7 @@ Usage (from the repository root)::
 Synthetic unit-norm points are generated chunk by chunk and streamed into
 `ShuffledKDE.run`, so neither the data nor the protocol ever holds ``n * I`` numbers: peak
 memory should not grow with ``n``. The bit sum is RR calibrated once (its parameters do not
-affect the running time) from an overall ``(epsilon, delta)`` with the seed's accounting.
+affect the running time) from an overall ``(epsilon, delta)`` with the paper's accounting.
 Peak memory is the process's maximum resident set size (``resource.getrusage``), so each run is
 done in a fresh subprocess. ``precision`` is `ShuffledKDE`'s feature precision: ``float64`` (the
 default, rounding exactly the family's values) or ``float32`` (single-precision Fourier features).

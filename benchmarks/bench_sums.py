@@ -1,11 +1,14 @@
-"""Benchmark of privsum.sums: seed 003's vector-sum error scaling, the t and k sweeps, and the other sums' costs.
+"""Benchmark of privsum.sums: the vector-sum error scaling, the t and k sweeps, and the other sums' costs.
+
+The vector sum is that of Scott, Cormode & Maple, "Applying the Shuffle Model of Differential
+Privacy to Vector Aggregation", BICOD 2021.
 
 Run: ``PYTHONPATH=. python benchmarks/bench_sums.py [--repeats R]``. Prints machine, command, sizes,
-time and peak memory. Data: uniform random vectors in [0, 1]^d (seed 003 used the ECG heartbeat
+time and peak memory. Data: uniform random vectors in [0, 1]^d (Scott, Cormode & Maple (BICOD 2021) used the ECG heartbeat
 data set, not bundled here).
 
-Normalised MSE (seed 003, section 4.4): ``||DeBias - (sums of the reported values)||^2 (d/n)^2``,
-averaged over runs; the seed's Fig. 2 predicts ``d^{8/3}`` and ``n^{-5/3}`` at the best ``k``.
+Normalised MSE (Scott, Cormode & Maple (BICOD 2021), section 4.4): ``||DeBias - (sums of the reported values)||^2 (d/n)^2``,
+averaged over runs; the paper's Fig. 2 predicts ``d^{8/3}`` and ``n^{-5/3}`` at the best ``k``.
 """
 
 from __future__ import annotations
@@ -39,8 +42,8 @@ def fit_exponent(sizes: list[int], values: list[float]) -> float:
 
 
 def vector_section(repeats: int, rng: np.random.Generator) -> None:
-    epsilon, delta = 0.95, 0.5  # seed 003's default setting (delta = 0.5 is the seed's, not a meaningful privacy level)
-    print("\n== Vector sum (seed 003), analytic gamma, eps=0.95, delta=0.5, uniform data ==")
+    epsilon, delta = 0.95, 0.5  # the paper's default setting (delta = 0.5 is the paper's, not a meaningful privacy level)
+    print("\n== Vector sum (Scott, Cormode & Maple, BICOD 2021), analytic gamma, eps=0.95, delta=0.5, uniform data ==")
     print("-- d sweep (n = 50,000; k chosen by the protocol) --")
     dims, mses = [25, 50, 100, 200, 400], []
     for d in dims:
@@ -53,7 +56,7 @@ def vector_section(repeats: int, rng: np.random.Generator) -> None:
             f"d={d:4d} k={protocol.precision} gamma={protocol.blanket_probability:.4f} nMSE={mse:.5g}"
             f" bound={protocol.normalised_mse_bound():.5g}"
         )
-    print(f"fitted exponent in d: {fit_exponent(dims, mses):.3f}   (seed 003 predicts 8/3 = 2.667)")
+    print(f"fitted exponent in d: {fit_exponent(dims, mses):.3f}   (Scott, Cormode & Maple (BICOD 2021) predicts 8/3 = 2.667)")
     print("-- n sweep (d = 100; k chosen by the protocol) --")
     users, mses = [10_000, 20_000, 50_000, 100_000, 200_000], []
     for n in users:
@@ -64,7 +67,7 @@ def vector_section(repeats: int, rng: np.random.Generator) -> None:
             f"n={n:7d} k={protocol.precision} gamma={protocol.blanket_probability:.4f} nMSE={mse:.5g}"
             f" bound={protocol.normalised_mse_bound():.5g}"
         )
-    print(f"fitted exponent in n: {fit_exponent(users, mses):.3f}   (seed 003 predicts -5/3 = -1.667)")
+    print(f"fitted exponent in n: {fit_exponent(users, mses):.3f}   (Scott, Cormode & Maple (BICOD 2021) predicts -5/3 = -1.667)")
     x = rng.random((50_000, 100))
     print("-- t sweep (n = 50,000, d = 100, k = 3) --")
     for t in [1, 2, 3, 4, 5]:

@@ -2,7 +2,8 @@
 
 Run with ``python examples/fashion_mnist.py`` after ``apt-get install -y dataset-fashion-mnist``
 (the Debian package puts the four IDX files, gzipped, under ``/usr/share/datasets/fashion-mnist``;
-``--path`` points elsewhere). It mirrors the image experiment of seed 001 §4 (CIFAR-10 there):
+``--path`` points elsewhere). It mirrors the image experiment of section 4 of Wagner, "Learning from End User
+Data with Shuffled Differential Privacy over Kernel Densities", ICLR 2025 (CIFAR-10 there):
 every training image is one user, the Gaussian kernel ``exp(-||x - y||^2)`` (bandwidth 1) on
 unit-norm vectors, ``I = d`` LSQ repetitions, ``delta = 1e-5``, labels sent by m-ary randomized
 response at ``--label-epsilon``; test accuracy of `privsum.apps.ShuffledKDEClassifier` with the

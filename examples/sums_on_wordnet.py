@@ -19,7 +19,8 @@ lists the sizes. Each of the 33,437 bundled WordNet glosses (`privsum.datasets.l
 
 * **Vector data: the first ``--dimension`` (default 4) coordinates of each gloss's unit-norm
   embedding**, mapped to ``(1 + x)/2`` in ``[0, 1]`` (unit norm bounds every coordinate by 1,
-  so nothing is clipped). `ShuffledVectorSum` (seed 003, one sampled coordinate per user, tight
+  so nothing is clipped). `ShuffledVectorSum` (Scott, Cormode & Maple, "Applying the Shuffle Model of
+  Differential Privacy to Vector Aggregation", BICOD 2021, one sampled coordinate per user, tight
   calibration) against OpenDP's Laplace of scale ``d/epsilon`` per coordinate (replace-one L1
   sensitivity ``d``).
 

@@ -1,12 +1,23 @@
 """NaN-safe parameter checks with one error-message template.
 
-Every check is written as ``if not (condition): raise`` so that NaN fails it.
+Every check is written as ``if not (condition): raise`` so that NaN fails it. Numbers are
+converted (and their conversion checked) before any arithmetic: a Python integer too large for
+a float (``10**400``) is refused, never an ``OverflowError``.
+
+Supported privacy parameters: a calibration target or local randomizer parameter ``epsilon`` is
+a real number in ``(0, MAX_EPSILON]``. Above `MAX_EPSILON` (100) a mechanism offers no meaningful
+privacy and ``e^epsilon`` overflows double precision in intermediate terms (near 710), so such
+values are refused with a clear error instead; ``inf`` ("no privacy") is accepted only where
+documented. A reported `~privsum.accounting.PrivacyGuarantee` may hold any epsilon in
+``[0, inf]`` (a composition may legitimately exceed 100, and ``0`` is reportable where achieved).
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -14,6 +25,8 @@ import numpy as np
 from privsum.exceptions import InvalidParameterError
 
 __all__ = [
+    "MAX_EPSILON",
+    "MAX_INT64",
     "as_array",
     "check_array",
     "check_choice",
@@ -24,18 +37,72 @@ __all__ = [
     "check_probability",
     "check_real",
     "invalid",
+    "refusals_as",
 ]
 
 
+#: Largest integer `check_integer` accepts unless told otherwise (numpy's int64 maximum).
+MAX_INT64 = 2**63 - 1
+#: Largest epsilon accepted as a calibration target or randomizer parameter (see the module docstring).
+MAX_EPSILON = 100.0
+
+
 def invalid(name: str, owner: str, constraint: str, value: Any) -> InvalidParameterError:
-    """Build the one error message used across the library."""
-    return InvalidParameterError(f"The {name!r} parameter of {owner} must be {constraint}. Got {value!r} instead.")
+    """Build the one error message used across the library (its parts kept in ``error.refusal``)."""
+    error = InvalidParameterError(f"The {name!r} parameter of {owner} must be {constraint}. Got {value!r} instead.")
+    error.refusal = (name, owner, constraint, value)  # type: ignore[attr-defined]
+    return error
 
 
-def _as_real(value: Any, name: str, owner: str) -> float:
+@contextlib.contextmanager
+def refusals_as(
+    owner: str, renamed: dict[str, str] | None = None, *, derived_from: tuple[str, Any] | None = None
+) -> Iterator[None]:
+    """Re-raise a helper's refusal as ``owner``'s, naming the parameter the caller passed.
+
+    A public entry that delegates (``ClippedVectorSum.from_privacy`` to ``ClippedSum.from_privacy``)
+    wraps the call: a refusal by another owner is re-raised under ``owner``, its parameter
+    renamed by ``renamed`` (``{"domain": "levels"}``); a parameter the caller never passed (a
+    derived per-coordinate epsilon) is reported as ``derived_from = (name, value)``, the caller's
+    parameter it was derived from.
+    """
+    try:
+        yield
+    except InvalidParameterError as error:
+        refusal = getattr(error, "refusal", None)
+        if refusal is None or refusal[1] == owner:
+            raise
+        name, _, constraint, value = refusal
+        if renamed is not None and name in renamed:
+            raise invalid(renamed[name], owner, constraint, value) from None
+        if derived_from is not None:
+            caller_name, caller_value = derived_from
+            raise invalid(caller_name, owner, f"such that the derived {name!r} is {constraint}", caller_value) from None
+        raise invalid(name, owner, constraint, value) from None
+
+
+def _as_real(value: Any, name: str, owner: str, constraint: str = "a real number") -> float:
+    """``float(value)`` for a real number (bools refused); too large for a float: refused, never an OverflowError."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise invalid(name, owner, "a real number", value)
-    return float(value)
+        raise invalid(name, owner, constraint, value)
+    try:
+        return float(value)
+    except (OverflowError, ValueError, TypeError):
+        raise invalid(name, owner, constraint, _short(value)) from None
+
+
+def _short(value: Any) -> Any:
+    """``value`` for an error message: a huge integer is shown by its size, not its 400 digits."""
+    if isinstance(value, numbers.Integral) and abs(int(value)) >= 10**30:
+        return f"an integer of {len(str(abs(int(value))))} digits"
+    return value
+
+
+def _interval(low: float, high: float, low_open: bool, high_open: bool) -> str:
+    """``[low, high]`` with the brackets a finite real number can meet (an infinite end is always open)."""
+    left = "(" if low_open or low == -math.inf else "["
+    right = ")" if high_open or high == math.inf else "]"
+    return f"{left}{low:g}, {high:g}{right}"
 
 
 def check_real(
@@ -49,10 +116,8 @@ def check_real(
     high_open: bool = False,
 ) -> float:
     """Return ``value`` as a finite float inside the given interval, or raise."""
-    number = _as_real(value, name, owner)
-    left = "(" if low_open else "["
-    right = ")" if high_open else "]"
-    constraint = f"a finite real number in {left}{low:g}, {high:g}{right}"
+    constraint = f"a finite real number in {_interval(low, high, low_open, high_open)}"
+    number = _as_real(value, name, owner, constraint)
     above = number > low if low_open else number >= low
     below = number < high if high_open else number <= high
     if not (math.isfinite(number) and above and below):
@@ -60,12 +125,14 @@ def check_real(
     return number
 
 
-def check_integer(value: Any, name: str, owner: str, *, low: int = 0, high: float = math.inf) -> int:
-    """Return ``value`` as an int in ``[low, high]``, or raise."""
+def check_integer(value: Any, name: str, owner: str, *, low: int = 0, high: float = MAX_INT64) -> int:
+    """Return ``value`` as an int in ``[low, high]`` (by default at most `MAX_INT64`: every size fits numpy), or raise."""
+    shown_high = "2^63 - 1" if high == MAX_INT64 else (f"{high:g}" if isinstance(high, float) else str(high))
+    constraint = f"an integer in [{low}, {shown_high}]" if high < math.inf else f"an integer >= {low}"
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise invalid(name, owner, f"an integer in [{low}, {high:g}]", value)
+        raise invalid(name, owner, constraint, value)
     if not (low <= int(value) <= high):
-        raise invalid(name, owner, f"an integer in [{low}, {high:g}]", value)
+        raise invalid(name, owner, constraint, _short(value))
     return int(value)
 
 
@@ -74,12 +141,28 @@ def check_probability(value: Any, name: str, owner: str, *, allow_zero: bool = T
     return check_real(value, name, owner, low=0.0, high=1.0, low_open=not allow_zero, high_open=not allow_one)
 
 
-def check_epsilon(value: Any, owner: str, name: str = "epsilon", *, allow_infinite: bool = False) -> float:
-    """Return a privacy parameter epsilon > 0 (finite unless ``allow_infinite``), or raise."""
-    number = _as_real(value, name, owner)
+def check_epsilon(
+    value: Any,
+    owner: str,
+    name: str = "epsilon",
+    *,
+    allow_infinite: bool = False,
+    allow_zero: bool = False,
+    high: float = MAX_EPSILON,
+) -> float:
+    """Return a privacy parameter epsilon in ``(0, high]`` (``[0, high]`` with ``allow_zero``, ``inf`` with ``allow_infinite``).
+
+    The default ``high`` is `MAX_EPSILON`; a reported guarantee passes ``high=inf``.
+    """
+    interval = _interval(0.0, high, not allow_zero, False)
+    constraint = f"a real number in {interval}" + (" or inf" if allow_infinite else "")
+    number = _as_real(value, name, owner, constraint)
     if allow_infinite and number == math.inf:
         return number
-    return check_real(number, name, owner, low=0.0, low_open=True)
+    above = number >= 0.0 if allow_zero else number > 0.0
+    if not (math.isfinite(number) and above and number <= high):
+        raise invalid(name, owner, constraint, value)
+    return number
 
 
 def check_delta(value: Any, owner: str, name: str = "delta", *, allow_zero: bool = True) -> float:

@@ -2,9 +2,12 @@
 
 Run ``python -m privsum demo`` (``--help`` for options). Trains the private classifier with the
 RR, 3NB and Pure bit sums and both kernels at a few epsilons (and RR under the seed paper's looser
-accounting, for comparison), prints test accuracy next to the
-non-private and central-DP baselines, the guarantee of each run, decoded words for a few classes,
-and saves ``accuracy_vs_epsilon.svg`` and ``.csv`` in the output folder.
+accounting, for comparison), and with the shuffled vector sum (inner-product kernel; labels in the
+clear, through the label round, or inside one joint sum); prints test accuracy and messages per
+user next to the non-private baselines (Algorithm 1's rounded features and the exact centroid) and
+the best central-DP baseline (the Gaussian mechanism on each class's feature sum), the guarantee
+of each run, decoded words for a few classes, and saves ``accuracy_vs_epsilon.svg`` and ``.csv``
+in the output folder.
 """
 
 from __future__ import annotations
@@ -19,13 +22,37 @@ from pathlib import Path
 
 import numpy as np
 
-from privsum.apps import ShuffledKDEClassifier, decode_class
+from privsum.apps import PROTOCOLS, ShuffledKDEClassifier, decode_class
 from privsum.datasets import load_vocabulary, load_wordnet_glosses
 
 __all__ = ["main", "run_demo"]
 
 PRIVATE_PROTOCOLS = ("rr", "3nb", "pure")
-SEED_ACCOUNTING_LABEL = "rr-seed"  # RR calibrated by seed 001's Theorem 3.2 instead of the tight (PLD) accounting
+SEED_ACCOUNTING_LABEL = "rr-seed"  # RR calibrated by Wagner et al.'s Theorem 3.2 instead of the tight (PLD) accounting
+EXACT_CENTROID_LABEL = "exact-centroid"  # the non-private nearest-centroid classifier (exact feature sums)
+#: Vector-sum rows (inner-product kernel): (row name, classifier protocol, how labels are treated,
+#: every epsilon or only the first). The label-round and joint rows run at the first epsilon only
+#: (the joint sum has C (d + 1) coordinates per user), to keep the demo fast.
+VECTOR_ROWS = (
+    ("vector", "vector", "clear", True),
+    ("vector+label-round", "vector", "round", False),
+    ("vector-joint", "vector", "joint", False),
+    ("central-gaussian-clear", "central-gaussian", "clear", True),
+)
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """One classifier to train: the row name, the classifier's protocol and kernel, and the label treatment."""
+
+    name: str
+    protocol: str
+    kernel: str
+    epsilon: float
+    labels: str  # "clear", "round" (the label round at the demo's label epsilon) or "joint"
+    accounting: str = "tight"
+
+
 DECODED_CLASSES = ("noun.animal", "noun.food", "noun.plant")
 
 
@@ -39,6 +66,8 @@ class Result:
     accuracy: float
     guarantee: str
     seconds: float
+    labels: str = "clear"
+    messages_per_user: float = math.nan
 
 
 def _progress(done: int, total: int, label: str) -> None:
@@ -73,41 +102,97 @@ def run_demo(
     names = np.asarray(train.class_names)
     X, y = train.embeddings[rows], names[train.labels[rows]]
     X_test, y_test = test.embeddings, names[test.labels]
-    configurations = [("exact", k, math.inf) for k in kernels]
-    configurations += [(p, k, e) for k in kernels for p in (*protocols, "central-gaussian") for e in epsilons]
-    if "rr" in protocols:  # how much of RR's gap to 3NB the tight accounting closes (first kernel)
-        configurations += [(SEED_ACCOUNTING_LABEL, kernels[0], e) for e in epsilons]
+    configurations = _configurations(epsilons, kernels, protocols)
     results: list[Result] = []
     decoded: dict[str, list[str]] = {}
     words, vectors = load_vocabulary()
-    for index, (protocol, kernel, epsilon) in enumerate(configurations):
-        _progress(index, len(configurations), f"{protocol} / {kernel} / eps={epsilon:g}")
+    for index, configuration in enumerate(configurations):
+        _progress(index, len(configurations), f"{configuration.name} / {configuration.kernel} / eps={configuration.epsilon:g}")
         start = time.perf_counter()
-        model = ShuffledKDEClassifier(
-            classes=train.class_names,
-            kernel=kernel,
-            protocol="rr" if protocol == SEED_ACCOUNTING_LABEL else protocol,
-            accounting="seed" if protocol == SEED_ACCOUNTING_LABEL else "tight",
-            epsilon=1.0 if math.isinf(epsilon) else epsilon,
-            delta=delta,
-            label_epsilon=math.inf if protocol == "exact" else label_epsilon,
-            n_repetitions=n_repetitions,
-            random_state=seed,
-        ).fit(X, y)
-        guarantee = "none (non-private)" if protocol == "exact" else str(model.guarantees_["communication"])
-        results.append(Result(protocol, kernel, epsilon, model.score(X_test, y_test), guarantee, time.perf_counter() - start))
-        if protocol == "3nb" and kernel == kernels[0] and epsilon == epsilons[len(epsilons) // 2]:
+        model = _classifier(
+            configuration, train.class_names, delta=delta, label_epsilon=label_epsilon, n_repetitions=n_repetitions, seed=seed
+        )
+        model.fit(X, y)
+        private = math.isfinite(configuration.epsilon)
+        guarantee = str(model.guarantees_["communication"]) if private else "none (non-private)"
+        results.append(
+            Result(
+                configuration.name,
+                configuration.kernel,
+                configuration.epsilon,
+                model.score(X_test, y_test),
+                guarantee,
+                time.perf_counter() - start,
+                _labels_text(configuration.labels, label_epsilon),
+                model.communication_["expected_messages_per_user"],
+            )
+        )
+        if (
+            configuration.name == "3nb"
+            and configuration.kernel == kernels[0]
+            and configuration.epsilon == epsilons[len(epsilons) // 2]
+        ):
             decoded = {c: decode_class(model, c, words, vectors, top_k=8) for c in DECODED_CLASSES if c in train.class_names}
     _progress(len(configurations), len(configurations), "done")
     return results, decoded
 
 
+def _configurations(epsilons: tuple[float, ...], kernels: tuple[str, ...], protocols: tuple[str, ...]) -> list[Configuration]:
+    """The demo's rows: non-private references, bit sums, the best central baseline and the vector sums."""
+    rows = [Configuration("exact", "exact", k, math.inf, "clear") for k in kernels]
+    if "ip" in kernels:
+        rows.append(Configuration(EXACT_CENTROID_LABEL, "exact-vector", "ip", math.inf, "clear"))
+    rows += [Configuration(p, p, k, e, "round") for k in kernels for p in (*protocols, "central-gaussian") for e in epsilons]
+    if "rr" in protocols:  # how much of RR's gap to 3NB the tight accounting closes (first kernel)
+        rows += [Configuration(SEED_ACCOUNTING_LABEL, "rr", kernels[0], e, "round", accounting="seed") for e in epsilons]
+    if "ip" in kernels:
+        rows += [
+            Configuration(name, protocol, "ip", e, labels)
+            for name, protocol, labels, every_epsilon in VECTOR_ROWS
+            if protocol in PROTOCOLS
+            for e in (epsilons if every_epsilon else epsilons[:1])
+        ]
+    return rows
+
+
+def _classifier(
+    configuration: Configuration, classes: list[str], *, delta: float, label_epsilon: float, n_repetitions: int, seed: int
+) -> ShuffledKDEClassifier:
+    return ShuffledKDEClassifier(
+        classes=classes,
+        kernel=configuration.kernel,
+        protocol=configuration.protocol,
+        accounting=configuration.accounting,
+        epsilon=1.0 if math.isinf(configuration.epsilon) else configuration.epsilon,
+        delta=delta,
+        label_epsilon=label_epsilon if configuration.labels == "round" else math.inf,
+        label_privacy="joint" if configuration.labels == "joint" else "round",
+        n_repetitions=n_repetitions,
+        random_state=seed,
+    )
+
+
+def _labels_text(labels: str, label_epsilon: float) -> str:
+    return {"clear": "clear", "round": f"RR eps={label_epsilon:g}", "joint": "joint sum"}[labels]
+
+
 def _write_csv(results: list[Result], path: Path) -> None:
     with path.open("w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["protocol", "kernel", "epsilon", "accuracy", "guarantee", "seconds"])
+        writer.writerow(["protocol", "kernel", "epsilon", "accuracy", "guarantee", "seconds", "labels", "messages_per_user"])
         for r in results:
-            writer.writerow([r.protocol, r.kernel, r.epsilon, f"{r.accuracy:.4f}", r.guarantee, f"{r.seconds:.1f}"])
+            writer.writerow(
+                [
+                    r.protocol,
+                    r.kernel,
+                    r.epsilon,
+                    f"{r.accuracy:.4f}",
+                    r.guarantee,
+                    f"{r.seconds:.1f}",
+                    r.labels,
+                    f"{r.messages_per_user:g}",
+                ]
+            )
 
 
 def _write_svg(results: list[Result], path: Path) -> None:
@@ -121,6 +206,11 @@ def _write_svg(results: list[Result], path: Path) -> None:
         "pure": "#2ca02c",
         "central-gaussian": "#9467bd",
         "exact": "#444444",
+        EXACT_CENTROID_LABEL: "#888888",
+        "vector": "#ff7f0e",
+        "vector+label-round": "#bcbd22",
+        "vector-joint": "#17becf",
+        "central-gaussian-clear": "#c5b0d5",
     }
     panel_w, panel_h, margin = 360, 260, 50
     width, height = len(kernels) * (panel_w + margin) + margin, panel_h + 2 * margin
@@ -150,7 +240,7 @@ def _write_svg(results: list[Result], path: Path) -> None:
             points = sorted((r.epsilon, r.accuracy) for r in results if r.kernel == kernel and r.protocol == protocol)
             if not points:
                 continue
-            if protocol == "exact":
+            if protocol in ("exact", EXACT_CENTROID_LABEL):
                 y = y_of(points[0][1])
                 dashed = f'stroke="{colours[protocol]}" stroke-dasharray="4 3"'
                 parts.append(f'<line x1="{left}" y1="{y}" x2="{left + panel_w}" y2="{y}" {dashed}/>')
@@ -185,11 +275,19 @@ def main(argv: list[str] | None = None) -> int:
         f"training users: {arguments.per_class} per class; I = {arguments.repetitions}; delta = 1e-6; "
         f"label round epsilon = {arguments.label_epsilon:g}; replace-one neighbours\n"
     )
-    print(f"{'protocol':<17}{'kernel':<10}{'epsilon (KDE)':>14}{'accuracy':>10}  guarantee (communication threat, incl. labels)")
+    header = f"{'protocol':<24}{'kernel':<10}{'labels':<12}{'epsilon (KDE)':>14}{'accuracy':>10}{'messages/user':>15}"
+    print(f"{header}  guarantee (communication threat, incl. labels)")
     for r in results:
         epsilon = "-" if math.isinf(r.epsilon) else f"{r.epsilon:g}"
-        print(f"{r.protocol:<17}{r.kernel:<10}{epsilon:>14}{r.accuracy:>10.3f}  {r.guarantee}")
-    print(f"({SEED_ACCOUNTING_LABEL}: RR calibrated with seed 001's Theorem 3.2 accounting instead of the tight PLD accounting)")
+        row = f"{r.protocol:<24}{r.kernel:<10}{r.labels:<12}{epsilon:>14}{r.accuracy:>10.3f}{r.messages_per_user:>15,.0f}"
+        print(f"{row}  {r.guarantee}")
+    print(f"({SEED_ACCOUNTING_LABEL}: RR calibrated with Wagner et al.'s Theorem 3.2 accounting instead of the tight PLD one)")
+    print(
+        "(exact: non-private, Algorithm 1's 1-bit rounded features; exact-centroid: non-private exact feature sums;\n"
+        " central-gaussian: the Gaussian mechanism on each class's feature sum, L2 sensitivity 2 max||f||, trusted curator;\n"
+        " vector: the shuffled Skellam vector sum; labels: in the clear (the guarantee is then infinite),\n"
+        " through the m-ary RR label round, or inside one joint sum over all classes)"
+    )
     print("\nDecoded words (3NB, first kernel, middle epsilon):")
     for label, top in decoded.items():
         print(f"  {label:<14} {', '.join(top)}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "BudgetExceededError",
+    "DeltaFloorWarning",
     "IncompatibleSketchError",
     "InvalidParameterError",
     "NotFittedError",
@@ -33,3 +34,12 @@ class NotFittedError(ValueError, AttributeError):
 
 class PrivacyLeakWarning(UserWarning):
     """An operation reveals information that is not covered by the stated guarantee."""
+
+
+class DeltaFloorWarning(UserWarning):
+    """A requested delta is below what the composed events can reach, so epsilon is infinite.
+
+    Events stated as ``(epsilon, delta)`` guarantees keep their delta under composition: the
+    composed deltas form a floor (`PrivacyAccountant.min_delta`) below which no finite epsilon
+    holds.
+    """

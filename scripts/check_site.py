@@ -12,7 +12,11 @@ Checks, without screenshots:
   re-exported class counts for the module that defines it), **and** the built page of that
   ``docs/api`` file carries the anchor ``id="identifier"`` that mkdocstrings renders for it;
 * every page of `REQUIRED_PAGES` (the tutorials and the guides) was built, and every tutorial
-  page shows highlighted Python code.
+  page shows highlighted Python code;
+* math is typeset offline: the KaTeX files of `MATH_ASSETS` were copied into the site, and every
+  page with math (``class="arithmatex"``) loads them from the site, not from the network;
+* no API page names a private base class (``Bases: _FlippedReports``): `scripts/mkdocs_hooks.py`
+  replaces them by their public ancestors.
 
 Exits with status 1 and a list of problems if anything is missing.
 """
@@ -39,9 +43,20 @@ REQUIRED_PAGES = (
     "limitations/index.html",
     "verification/index.html",
     "contributing/index.html",
+    "getting-started/index.html",
+    "conventions/index.html",
     *(f"tutorials/{name}/index.html" for name in TUTORIALS),
 )
+MATH_ASSETS = (
+    "assets/katex/katex.min.js",
+    "assets/katex/katex.min.css",
+    "assets/katex/contrib/auto-render.min.js",
+    "assets/katex/fonts/KaTeX_Main-Regular.woff2",
+    "javascripts/katex-init.js",
+)
 ENTRY = re.compile(r"^:::\s+([\w.]+)", re.MULTILINE)
+PRIVATE_BASE = re.compile(r'Bases: .*?title="privsum(?:\.\w+)*\._\w+"')
+REMOTE_SCRIPT = re.compile(r'<(?:script|link)[^>]+(?:src|href)="(?:https?:)?//[^"]*(?:katex|mathjax)', re.IGNORECASE)
 
 
 def public_modules(package: str = "privsum") -> list[str]:
@@ -115,6 +130,16 @@ def site_problems(site: Path, docs: Path = DOCS) -> list[str]:
         page = site / "tutorials" / name / "index.html"
         if page.is_file() and not _shows_python(page.read_text(encoding="utf-8")):
             problems.append(f"tutorial {name} shows no highlighted Python code")
+    problems += [f"math asset not in the site: {asset}" for asset in MATH_ASSETS if not (site / asset).is_file()]
+    for page in sorted(site.rglob("*.html")):
+        html = page.read_text(encoding="utf-8")
+        name = page.relative_to(site).as_posix()
+        if 'class="arithmatex"' in html and "katex.min.js" not in html:
+            problems.append(f"{name} has math but does not load KaTeX")
+        if REMOTE_SCRIPT.search(html):
+            problems.append(f"{name} loads math from the network")
+        if name.startswith("api/") and PRIVATE_BASE.search(html):
+            problems.append(f"{name} names a private base class")
     return problems
 
 

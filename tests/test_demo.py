@@ -1,7 +1,8 @@
 import math
 
 from privsum.__main__ import _main
-from privsum.demo import main, run_demo
+from privsum.apps import PROTOCOLS
+from privsum.demo import VECTOR_ROWS, main, run_demo
 
 
 def test_demo_runs_end_to_end_at_a_tiny_size(tmp_path, capsys):
@@ -10,7 +11,10 @@ def test_demo_runs_end_to_end_at_a_tiny_size(tmp_path, capsys):
     assert "3nb" in printed and "replace-one" in printed and "Decoded words" in printed
     assert (tmp_path / "accuracy_vs_epsilon.svg").read_text().startswith("<svg")
     rows = (tmp_path / "accuracy_vs_epsilon.csv").read_text().splitlines()
-    assert rows[0].startswith("protocol,kernel,epsilon,accuracy") and len(rows) == 1 + 2 + 2 * 4 + 1  # + rr-seed
+    vector_rows = sum(protocol in PROTOCOLS for _, protocol, _, _ in VECTOR_ROWS)
+    # header, exact x 2 kernels, exact centroid, (3 bit sums + central) x 2 kernels, rr-seed, vector-sum rows
+    assert rows[0].startswith("protocol,kernel,epsilon,accuracy") and len(rows) == 1 + 2 + 1 + 2 * 4 + 1 + vector_rows
+    assert "exact-centroid" in printed and "central-gaussian-clear" in printed and "messages/user" in printed
 
 
 def test_private_runs_report_a_finite_guarantee_including_the_label_round():

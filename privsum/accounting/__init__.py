@@ -7,6 +7,7 @@ from privsum.accounting.accountant import COMPOSITION_METHODS, LedgerEntry, Priv
 from privsum.accounting.amplification import (
     shuffle_amplification,
     shuffle_amplification_closed_form,
+    shuffle_amplification_delta,
     shuffle_amplification_profile,
 )
 from privsum.accounting.calibration import calibrate
@@ -16,6 +17,7 @@ from privsum.accounting.composition import (
     basic_composition,
     parallel_composition,
     pure_composition,
+    repeated_composition,
     zero_out_to_replace_one,
 )
 from privsum.accounting.events import (
@@ -27,15 +29,19 @@ from privsum.accounting.events import (
     ProfileEvent,
     RelationEvent,
 )
+from privsum.accounting.gaussian import GaussianEvent, gaussian_delta, gaussian_epsilon, gaussian_sigma
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee, ThreatModel
 from privsum.accounting.pld import DEFAULT_DISCRETIZATION, PLDPair
 from privsum.accounting.profile import PrivacyProfile, WorstCaseProfile, randomized_response_profile
+from privsum.accounting.skellam import RDP_ORDERS, SkellamEvent, rdp_delta, rdp_epsilon, skellam_rdp
 
 __all__ = [
     "COMPOSITION_METHODS",
     "DEFAULT_DISCRETIZATION",
+    "RDP_ORDERS",
     "ComposedEvent",
     "DiscreteGaussianEvent",
+    "GaussianEvent",
     "GuaranteeEvent",
     "LedgerEntry",
     "Neighbouring",
@@ -47,17 +53,26 @@ __all__ = [
     "PrivacyProfile",
     "ProfileEvent",
     "RelationEvent",
+    "SkellamEvent",
     "ThreatModel",
     "WorstCaseProfile",
     "advanced_composition",
     "advanced_composition_epsilon",
     "basic_composition",
     "calibrate",
+    "gaussian_delta",
+    "gaussian_epsilon",
+    "gaussian_sigma",
     "parallel_composition",
     "pure_composition",
     "randomized_response_profile",
+    "rdp_delta",
+    "rdp_epsilon",
+    "repeated_composition",
     "shuffle_amplification",
     "shuffle_amplification_closed_form",
+    "shuffle_amplification_delta",
     "shuffle_amplification_profile",
+    "skellam_rdp",
     "zero_out_to_replace_one",
 ]

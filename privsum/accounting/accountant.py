@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 from privsum._validation import check_choice, check_delta, check_integer, check_real, invalid
-from privsum.accounting.events import ComposedEvent, PrivacyEvent
+from privsum.accounting.composition import exact_weighted_sum
+from privsum.accounting.events import ComposedEvent, GuaranteeEvent, PrivacyEvent
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee, ThreatModel
 from privsum.accounting.pld import DEFAULT_DISCRETIZATION, PLDPair
-from privsum.exceptions import BudgetExceededError
+from privsum.exceptions import BudgetExceededError, DeltaFloorWarning, InvalidParameterError
 
 __all__ = ["COMPOSITION_METHODS", "LedgerEntry", "PrivacyAccountant"]
 
@@ -39,7 +41,9 @@ class PrivacyAccountant:
     """Composes privacy events and reports the total guarantee.
 
     Args:
-        neighbouring: the relation every composed event must be stated under.
+        neighbouring: the relation every composed event must be stated under (``"replace-one"``,
+            ``"add-remove"`` or ``"zero-out"``; underscores are accepted too). ``neighboring=`` is
+            accepted as an alias of this (British) canonical spelling.
         budget: optional cap; `compose` raises `BudgetExceededError` (and records nothing) when
             the communication-threat total at ``budget.delta`` would exceed ``budget.epsilon``.
         method: default composition method: ``"best"`` (the smallest of the valid bounds below),
@@ -61,6 +65,22 @@ class PrivacyAccountant:
         1.0
         >>> accountant.epsilon(1e-6) < 1.0
         True
+        >>> accountant
+        PrivacyAccountant(neighbouring='replace-one', method='best', entries=1, releases=10, budget=None)
+
+        When the requested delta is below the composed deltas (here ``10 x 1e-8``), no finite
+        epsilon holds: `epsilon` returns ``inf`` with a `DeltaFloorWarning` naming the floor,
+        which `min_delta` reports.
+
+        >>> f"{accountant.min_delta():.3g}"
+        '1e-07'
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     accountant.epsilon(1e-8)
+        inf
+        >>> caught[0].category.__name__
+        'DeltaFloorWarning'
     """
 
     def __init__(
@@ -70,8 +90,16 @@ class PrivacyAccountant:
         budget: PrivacyGuarantee | None = None,
         method: str = "best",
         discretization: float = DEFAULT_DISCRETIZATION,
+        neighboring: Neighbouring | str | None = None,
     ) -> None:
         owner = "PrivacyAccountant"
+        if neighboring is not None:
+            if neighbouring != Neighbouring.REPLACE_ONE and Neighbouring.parse(neighbouring, owner) != Neighbouring.parse(
+                neighboring, owner
+            ):
+                expected = f"the same relation as neighbouring={neighbouring!r} (or omitted)"
+                raise invalid("neighboring", owner, expected, neighboring)
+            neighbouring = neighboring
         self.neighbouring = Neighbouring.parse(neighbouring, owner)
         if budget is not None and not (isinstance(budget, PrivacyGuarantee) and budget.neighbouring == self.neighbouring):
             raise invalid("budget", owner, f"None or a PrivacyGuarantee under {self.neighbouring.value!r}", budget)
@@ -80,28 +108,52 @@ class PrivacyAccountant:
         self.discretization = check_real(discretization, "discretization", owner, low=0.0, low_open=True)
         self._entries: list[LedgerEntry] = []
 
+    def __repr__(self) -> str:
+        releases = sum(entry.count for entry in self._entries)
+        budget = "None" if self.budget is None else str(self.budget)
+        return (
+            f"PrivacyAccountant(neighbouring={self.neighbouring.value!r}, method={self.method!r}, "
+            f"entries={len(self._entries)}, releases={releases}, budget={budget})"
+        )
+
     @property
     def entries(self) -> tuple[LedgerEntry, ...]:
         """The ledger, in composition order."""
         return tuple(self._entries)
 
-    def compose(self, event: PrivacyEvent, count: int = 1, *, visible_to_model: bool = True, label: str = "") -> LedgerEntry:
+    def compose(
+        self, event: PrivacyEvent | PrivacyGuarantee, count: int = 1, *, visible_to_model: bool = True, label: str = ""
+    ) -> LedgerEntry:
         """Record ``count`` runs of ``event`` and return the ledger entry.
 
+        Args:
+            event: a `PrivacyEvent` (e.g. a protocol's ``event``), or a bare `PrivacyGuarantee`,
+                which is composed as a `GuaranteeEvent` (only its ``(epsilon, delta)`` is known, so
+                numerical composition treats it as the worst mechanism with that guarantee).
+            count: how many times it runs.
+            visible_to_model: whether the released model reveals its output (see the class).
+            label: a name for the ledger.
+
         Raises:
-            InvalidParameterError: the event is not a `PrivacyEvent` or uses another relation.
+            InvalidParameterError: the event is not a `PrivacyEvent` or `PrivacyGuarantee`, or uses another relation.
             BudgetExceededError: the budget would be exceeded; nothing is recorded.
         """
         owner = "PrivacyAccountant.compose"
+        if isinstance(event, PrivacyGuarantee):
+            event = GuaranteeEvent(event)
         if not isinstance(event, PrivacyEvent):
-            raise invalid("event", owner, "a PrivacyEvent", event)
+            raise invalid("event", owner, "a PrivacyEvent or a PrivacyGuarantee", event)
         if event.neighbouring != self.neighbouring:
             raise invalid("event", owner, f"an event under {self.neighbouring.value!r}", event.neighbouring.value)
         count = check_integer(count, "count", owner, low=1)
         entry = LedgerEntry(event, count, bool(visible_to_model), str(label))
         self._entries.append(entry)
         if self.budget is not None:
-            spent = self.epsilon(self.budget.delta) if self.budget.delta > 0 else self._pure_epsilon(ThreatModel.COMMUNICATION)
+            spent = (
+                self._epsilon(self.budget.delta, ThreatModel.COMMUNICATION, None)
+                if self.budget.delta > 0
+                else self._pure_epsilon(ThreatModel.COMMUNICATION)
+            )
             if not spent <= self.budget.epsilon:
                 self._entries.pop()
                 raise BudgetExceededError(
@@ -113,8 +165,49 @@ class PrivacyAccountant:
     def epsilon(
         self, delta: float, *, threat_model: ThreatModel | str = ThreatModel.COMMUNICATION, method: str | None = None
     ) -> float:
-        """Total epsilon at ``delta`` for the given threat model (``inf`` if unattainable)."""
+        """Total epsilon at ``delta`` for the given threat model.
+
+        ``inf`` if unattainable: with a `DeltaFloorWarning` when ``delta`` is below the composed
+        events' delta floor (`min_delta`), the usual reason.
+        """
         delta = check_delta(delta, "PrivacyAccountant.epsilon")
+        total = self._epsilon(delta, threat_model, method)
+        if math.isinf(total):
+            floor = self.min_delta(threat_model=threat_model, method=method)
+            if delta < floor < 1.0:
+                warnings.warn(
+                    f"No finite epsilon at delta={delta:.3g}: the composed events' deltas add up to a floor of "
+                    f"{floor:.6g} (each (epsilon, delta) guarantee keeps its delta under composition); epsilon is inf. "
+                    f"Ask for a delta above {floor:.6g} (min_delta()), or compose events with exact privacy profiles.",
+                    DeltaFloorWarning,
+                    stacklevel=2,
+                )
+        return total
+
+    def min_delta(self, *, threat_model: ThreatModel | str = ThreatModel.COMMUNICATION, method: str | None = None) -> float:
+        """The delta floor: below it `epsilon` is ``inf`` (1.0 when some event has no finite guarantee).
+
+        Basic and advanced composition need ``delta`` above the sum of the events' deltas;
+        numerical (PLD) composition needs it at least the composed loss distribution's mass at
+        infinite loss. With ``method="best"`` the floor is the smaller of the two.
+        """
+        entries = self._observed(threat_model)
+        if not entries:
+            return 0.0
+        if any(not entry.event.guarantee.is_finite for entry in entries):
+            return 1.0
+        method = self._method(method)
+        floors = []
+        if method in ("basic", "advanced", "best"):
+            floors.append(min(1.0, _advanced_terms(entries)[2]))
+        if method in ("pld", "best"):
+            pld = self._pld_or_none(entries, required=method == "pld")  # the mass at infinite loss, in either direction
+            if pld is not None:
+                infinite_loss = max(pld.forward.get_delta_for_epsilon(math.inf), pld.backward.get_delta_for_epsilon(math.inf))
+                floors.append(float(min(1.0, infinite_loss)))
+        return min(floors)
+
+    def _epsilon(self, delta: float, threat_model: ThreatModel | str, method: str | None) -> float:
         entries = self._observed(threat_model)
         if not entries:
             return 0.0
@@ -127,7 +220,9 @@ class PrivacyAccountant:
         if method in ("advanced", "best"):
             candidates.append(_advanced_epsilon(entries, delta))
         if method in ("pld", "best"):
-            candidates.append(self._pld(entries).epsilon(delta))
+            pld = self._pld_or_none(entries, required=method == "pld")
+            if pld is not None:
+                candidates.append(pld.epsilon(delta))
         return min(candidates)
 
     def delta(
@@ -143,12 +238,13 @@ class PrivacyAccountant:
         method = self._method(method)
         candidates = []
         if method in ("basic", "best"):
-            total = _headlines(entries)
-            candidates.append(math.fsum(g.delta for g in total) if math.fsum(g.epsilon for g in total) <= epsilon else 1.0)
+            candidates.append(_basic_delta(entries) if _basic_sum(entries, "epsilon") <= epsilon else 1.0)
         if method in ("advanced", "best"):
             candidates.append(_advanced_delta(entries, epsilon))
         if method in ("pld", "best"):
-            candidates.append(self._pld(entries).delta(epsilon))
+            pld = self._pld_or_none(entries, required=method == "pld")
+            if pld is not None:
+                candidates.append(pld.delta(epsilon))
         return min(candidates)
 
     def guarantee(
@@ -182,22 +278,36 @@ class PrivacyAccountant:
             total = total.compose(entry.composed.pld(self.discretization))
         return total
 
+    def _pld_or_none(self, entries: list[LedgerEntry], *, required: bool) -> PLDPair | None:
+        """The composed PLD; ``None`` under ``"best"`` when a count is too large for the discretisation
+        (the closed-form bounds are then reported), raising under ``"pld"``."""
+        try:
+            return self._pld(entries)
+        except InvalidParameterError:
+            if required:
+                raise
+            return None
+
     def _pure_epsilon(self, threat_model: ThreatModel) -> float:
-        headlines = _headlines(self._observed(threat_model))
-        if any(not g.is_pure for g in headlines):
+        entries = self._observed(threat_model)
+        if any(not entry.event.guarantee.is_pure for entry in entries):
             return math.inf
-        return math.fsum(g.epsilon for g in headlines)
+        return _basic_sum(entries, "epsilon")
 
 
-def _headlines(entries: list[LedgerEntry]) -> list[PrivacyGuarantee]:
-    return [entry.event.guarantee for entry in entries for _ in range(entry.count)]
+def _basic_sum(entries: list[LedgerEntry], field: str) -> float:
+    """``sum_j count_j * headline_j.field``, equal to ``fsum`` over the expanded list (no list is built)."""
+    return exact_weighted_sum((getattr(entry.event.guarantee, field), entry.count) for entry in entries)
+
+
+def _basic_delta(entries: list[LedgerEntry]) -> float:
+    return _basic_sum(entries, "delta")
 
 
 def _basic_epsilon(entries: list[LedgerEntry], delta: float) -> float:
-    headlines = _headlines(entries)
-    if math.fsum(g.delta for g in headlines) > delta:
+    if _basic_delta(entries) > delta:
         return math.inf
-    return math.fsum(g.epsilon for g in headlines)
+    return _basic_sum(entries, "epsilon")
 
 
 def _advanced_terms(entries: list[LedgerEntry]) -> tuple[float, float, float]:

@@ -7,7 +7,8 @@ guarantee under the same relation; mixing relations raises.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from fractions import Fraction
 
 from privsum._validation import check_delta, check_epsilon, check_integer, invalid
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
@@ -16,8 +17,10 @@ __all__ = [
     "advanced_composition",
     "advanced_composition_epsilon",
     "basic_composition",
+    "exact_weighted_sum",
     "parallel_composition",
     "pure_composition",
+    "repeated_composition",
     "zero_out_to_replace_one",
 ]
 
@@ -55,6 +58,52 @@ def basic_composition(guarantees: Sequence[PrivacyGuarantee]) -> PrivacyGuarante
     return PrivacyGuarantee(epsilon, delta, relation)
 
 
+def exact_weighted_sum(terms: Iterable[tuple[float, int]]) -> float:
+    """``sum_j count_j * value_j`` for ``(value, count)`` pairs, correctly rounded, without repeating terms.
+
+    Equal, bit for bit, to ``math.fsum`` over the list in which each ``value`` is repeated ``count``
+    times (both are the float nearest the exact sum), in time independent of the counts: the sum
+    is computed exactly in rationals. Infinite values give ``inf`` (values are non-negative here).
+
+    Examples:
+        >>> exact_weighted_sum([(0.1, 10), (1e-12, 3)]) == math.fsum([0.1] * 10 + [1e-12] * 3)
+        True
+        >>> exact_weighted_sum([(0.1, 10**12)])
+        100000000000.0
+    """
+    total = Fraction(0)
+    infinite = False
+    for value, count in terms:
+        if count == 0:
+            continue
+        if math.isinf(value):
+            infinite = True
+        else:
+            total += Fraction(value) * count
+    return math.inf if infinite else float(total)
+
+
+def repeated_composition(guarantee: PrivacyGuarantee, count: int) -> PrivacyGuarantee:
+    """`basic_composition` of ``count`` copies of ``guarantee``, without building the list.
+
+    The same numbers as ``basic_composition([guarantee] * count)`` (bit for bit) in constant
+    time, so ``count`` may be ``10**9`` or more.
+
+    Examples:
+        >>> repeated_composition(PrivacyGuarantee(0.5, 1e-8), 4)
+        PrivacyGuarantee(epsilon=2.0, delta=4e-08, neighbouring='replace-one')
+    """
+    owner = "repeated_composition"
+    if not isinstance(guarantee, PrivacyGuarantee):
+        raise invalid("guarantee", owner, "a PrivacyGuarantee", guarantee)
+    count = check_integer(count, "count", owner, low=1)
+    epsilon = exact_weighted_sum([(guarantee.epsilon, count)])
+    delta = exact_weighted_sum([(guarantee.delta, count)])
+    if not delta < 1.0:
+        raise invalid("guarantees", "basic_composition", "deltas summing to less than 1", delta)
+    return PrivacyGuarantee(epsilon, delta, guarantee.neighbouring)
+
+
 def pure_composition(guarantees: Sequence[PrivacyGuarantee]) -> PrivacyGuarantee:
     """Composition of pure-DP guarantees: ``(sum epsilon_j, 0)``; every input must have delta 0.
 
@@ -85,7 +134,7 @@ def parallel_composition(guarantees: Sequence[PrivacyGuarantee], *, parts_per_us
     relation = _common_relation(guarantees, "parallel_composition")
     parts_per_user = check_integer(parts_per_user, "parts_per_user", "parallel_composition", low=1)
     worst = PrivacyGuarantee(max(g.epsilon for g in guarantees), max(g.delta for g in guarantees), relation)
-    return basic_composition([worst] * parts_per_user)
+    return repeated_composition(worst, parts_per_user)
 
 
 def zero_out_to_replace_one(guarantee: PrivacyGuarantee) -> PrivacyGuarantee:

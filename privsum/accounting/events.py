@@ -8,15 +8,16 @@ closed-form composition) and a `PLDPair` (used by numerical composition).
 from __future__ import annotations
 
 import abc
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from dp_accounting.pld import privacy_loss_distribution as pld_lib
+import numpy as np
 
 from privsum._validation import check_delta, check_integer, check_real, invalid
-from privsum.accounting.composition import basic_composition, parallel_composition
+from privsum.accounting.composition import parallel_composition, repeated_composition
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
-from privsum.accounting.pld import DEFAULT_DISCRETIZATION, PLDPair
+from privsum.accounting.pld import DEFAULT_DISCRETIZATION, PLDPair, pld_library
 from privsum.accounting.profile import PrivacyProfile, WorstCaseProfile
 
 __all__ = ["ComposedEvent", "GuaranteeEvent", "ParallelEvent", "PrivacyEvent", "ProfileEvent", "RelationEvent"]
@@ -135,7 +136,7 @@ class ComposedEvent(PrivacyEvent):
 
     @property
     def guarantee(self) -> PrivacyGuarantee:
-        return basic_composition([self.event.guarantee] * self.count)
+        return repeated_composition(self.event.guarantee, self.count)
 
     @property
     def neighbouring(self) -> Neighbouring:
@@ -220,14 +221,26 @@ class ParallelEvent(PrivacyEvent):
         return single.self_compose(self.parts_per_user)
 
 
+#: Largest discrete Gaussian ``sigma`` (and sensitivity) an event accepts: its exact privacy-loss
+#: distribution has about ``23 sigma`` atoms, so larger scales would cost unbounded time and memory.
+MAX_DISCRETE_GAUSSIAN_SIGMA = 1e4
+#: Smallest ``sigma``: below it the noise is a point mass in double precision.
+MIN_DISCRETE_GAUSSIAN_SIGMA = 1e-2
+# Above this sigma the exact PLD check of a headline the zCDP bound does not back is skipped (too costly).
+_EXACT_CHECK_SIGMA = 200.0
+
+
 @dataclass(frozen=True)
 class DiscreteGaussianEvent(PrivacyEvent):
     """The discrete Gaussian mechanism with scale ``sigma`` on an integer query of given sensitivity.
 
-    ``headline`` is a guarantee it satisfies (e.g. from OpenDP's zCDP conversion; `check_headline`
-    verifies it against the exact PLD); numerical
-    composition uses the mechanism's exact privacy-loss distribution from ``dp-accounting``,
-    which composes far better than the headline.
+    ``headline`` is a guarantee it satisfies, and construction verifies it: it must be backed by
+    the mechanism's ``rho = sensitivity^2 / (2 sigma^2)`` zero-concentrated DP (the tight
+    Renyi-to-(epsilon, delta) conversion of Canonne, Kamath & Steinke), or, for ``sigma`` up
+    to 200, by the mechanism's exact privacy-loss distribution. A headline that neither backs
+    is refused: an event never carries a claim its parameters do not support. `at_delta`
+    computes a headline. Numerical composition uses the exact privacy-loss distribution from
+    ``dp-accounting``, which composes far better than the headline.
 
     Privacy:
         Neighbours change the query by at most ``sensitivity`` (the headline's relation).
@@ -239,6 +252,8 @@ class DiscreteGaussianEvent(PrivacyEvent):
         >>> event = DiscreteGaussianEvent(10.0, PrivacyGuarantee(0.6, 1e-6))
         >>> bool(event.pld().epsilon(1e-6) <= 0.6)
         True
+        >>> DiscreteGaussianEvent.at_delta(10.0, 1e-6).guarantee.epsilon <= 0.6
+        True
     """
 
     sigma: float
@@ -247,10 +262,41 @@ class DiscreteGaussianEvent(PrivacyEvent):
 
     def __post_init__(self) -> None:
         owner = "DiscreteGaussianEvent"
-        check_real(self.sigma, "sigma", owner, low=0.0, low_open=True)
-        check_integer(self.sensitivity, "sensitivity", owner, low=1)
+        sigma = _check_sigma(self.sigma, owner)
+        object.__setattr__(self, "sigma", sigma)
+        check_integer(self.sensitivity, "sensitivity", owner, low=1, high=int(MAX_DISCRETE_GAUSSIAN_SIGMA))
         if not isinstance(self.headline, PrivacyGuarantee):
             raise invalid("headline", owner, "a PrivacyGuarantee", self.headline)
+        if self.headline.is_finite and not self._backed_by_zcdp(self.headline):
+            if sigma > _EXACT_CHECK_SIGMA:
+                bound = self._zcdp_delta(self.headline.epsilon)
+                raise invalid(
+                    "headline",
+                    owner,
+                    f"backed by the mechanism's zCDP (its delta bound at epsilon is {bound:.6g})",
+                    self.headline,
+                )
+            self.check_headline()
+
+    @classmethod
+    def at_delta(cls, sigma: float, delta: float, sensitivity: int = 1) -> DiscreteGaussianEvent:
+        """The event whose headline is the least epsilon the zCDP bound backs at ``delta`` (in ``(0, 1)``)."""
+        owner = "DiscreteGaussianEvent.at_delta"
+        sigma = _check_sigma(sigma, owner)
+        delta = check_delta(delta, owner, allow_zero=False)
+        sensitivity = check_integer(sensitivity, "sensitivity", owner, low=1, high=int(MAX_DISCRETE_GAUSSIAN_SIGMA))
+        rho = sensitivity**2 / (2.0 * sigma**2)
+        low, high = 0.0, rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta)) + 1.0  # the classical bound backs high
+        for _ in range(200):
+            middle = (low + high) / 2.0
+            low, high = (low, middle) if _zcdp_delta(rho, middle) <= delta else (middle, high)
+        return cls(sigma, PrivacyGuarantee(high, delta), sensitivity)
+
+    def _zcdp_delta(self, epsilon: float) -> float:
+        return _zcdp_delta(self.sensitivity**2 / (2.0 * self.sigma**2), epsilon)
+
+    def _backed_by_zcdp(self, headline: PrivacyGuarantee) -> bool:
+        return self._zcdp_delta(headline.epsilon) <= headline.delta
 
     def check_headline(self) -> None:
         """Raise unless the mechanism's exact PLD meets the headline (costly for large ``sigma``)."""
@@ -269,7 +315,34 @@ class DiscreteGaussianEvent(PrivacyEvent):
         return self.headline
 
     def pld(self, discretization: float = DEFAULT_DISCRETIZATION) -> PLDPair:
-        pld = pld_lib.from_discrete_gaussian_mechanism(
-            self.sigma, sensitivity=self.sensitivity, value_discretization_interval=discretization
+        interval = check_real(discretization, "discretization", "DiscreteGaussianEvent.pld", low=1e-6, high=1.0)
+        pld = pld_library().from_discrete_gaussian_mechanism(
+            self.sigma, sensitivity=self.sensitivity, value_discretization_interval=interval
         )
         return PLDPair(pld, pld)
+
+
+def _check_sigma(sigma: object, owner: str) -> float:
+    return check_real(sigma, "sigma", owner, low=MIN_DISCRETE_GAUSSIAN_SIGMA, high=MAX_DISCRETE_GAUSSIAN_SIGMA)
+
+
+def _zcdp_delta(rho: float, epsilon: float) -> float:
+    """Smallest delta the ``rho``-zCDP conversion gives at ``epsilon`` (an upper bound on the true delta).
+
+    ``delta = min over alpha > 1 of exp((alpha - 1)(alpha rho - epsilon)) / (alpha - 1) * (1 - 1/alpha)^alpha``
+    (Canonne, Kamath & Steinke, NeurIPS 2020, their conversion from Renyi DP). Any ``alpha`` gives a
+    valid bound, so an inexact minimisation only loosens it; the search runs over ``log(alpha - 1)``.
+    """
+
+    def log_delta(log_excess: float) -> float:
+        alpha = 1.0 + math.exp(log_excess)
+        return (alpha - 1.0) * (alpha * rho - epsilon) - log_excess + alpha * math.log1p(-1.0 / alpha)
+
+    grid = np.linspace(-30.0, 30.0, 241)
+    values = [log_delta(x) for x in grid]
+    best = int(np.argmin(values))
+    left, right = grid[max(best - 1, 0)], grid[min(best + 1, grid.size - 1)]
+    for _ in range(100):  # golden-section search inside the bracketing grid cells (log_delta is convex in alpha)
+        first, second = left + 0.382 * (right - left), left + 0.618 * (right - left)
+        left, right = (left, second) if log_delta(first) <= log_delta(second) else (first, right)
+    return min(1.0, math.exp(min(values[best], log_delta((left + right) / 2.0))))

@@ -35,9 +35,20 @@ class Neighbouring(str, enum.Enum):
 
     @classmethod
     def parse(cls, value: object, owner: str = "this function", allowed: tuple[Neighbouring, ...] | None = None) -> Neighbouring:
-        """Return the relation named by ``value`` (an instance or its string value), one of ``allowed`` (default: all)."""
+        """Return the relation named by ``value`` (an instance or its string value), one of ``allowed`` (default: all).
+
+        The canonical names are ``"replace-one"``, ``"add-remove"`` and ``"zero-out"``; the
+        spellings with underscores or spaces (``"add_remove"``, ``"replace one"``) and any case are
+        accepted as aliases.
+
+        Examples:
+            >>> Neighbouring.parse("add_remove")
+            <Neighbouring.ADD_REMOVE: 'add-remove'>
+        """
         allowed = tuple(cls) if allowed is None else allowed
         expected = " or ".join(repr(relation.value) for relation in allowed)
+        if isinstance(value, str) and not isinstance(value, cls):
+            value = value.strip().lower().replace("_", "-").replace(" ", "-")  # "add_remove" names "add-remove"
         try:
             relation = cls(value)
         except ValueError:
@@ -52,7 +63,8 @@ class Neighbouring(str, enum.Enum):
 
 
 class ThreatModel(str, enum.Enum):
-    """What the adversary observes (seed 000 section 3.1).
+    """What the adversary observes (Wagner, Learning from End User Data with Shuffled Differential
+    Privacy over Kernel Densities, ICLR 2025, section 3.1).
 
     ``COMMUNICATION``: every message the analyzer receives (and everything released).
     ``MODEL``: only the released model.
@@ -75,7 +87,8 @@ class PrivacyGuarantee:
     """An (epsilon, delta)-DP guarantee under a stated neighbouring relation.
 
     Attributes:
-        epsilon: privacy-loss bound, ``> 0`` (``inf`` means no guarantee).
+        epsilon: privacy-loss bound, ``>= 0`` (``0`` where genuinely achieved, e.g. a mechanism
+            whose output does not depend on the data up to ``delta``; ``inf`` means no guarantee).
         delta: failure probability in ``[0, 1)``; ``0`` is pure DP.
         neighbouring: the relation the guarantee is stated for.
 
@@ -92,7 +105,9 @@ class PrivacyGuarantee:
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, owner, allow_infinite=True))
+        object.__setattr__(
+            self, "epsilon", check_epsilon(self.epsilon, owner, allow_infinite=True, allow_zero=True, high=math.inf)
+        )
         object.__setattr__(self, "delta", check_delta(self.delta, owner))
         object.__setattr__(self, "neighbouring", Neighbouring.parse(self.neighbouring, owner))
 

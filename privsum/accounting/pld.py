@@ -8,19 +8,38 @@ upper bound on the true privacy loss.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from dp_accounting.pld import privacy_loss_distribution as pld_lib
-from dp_accounting.pld.common import DifferentialPrivacyParameters
 
 from privsum._validation import check_delta, check_integer, check_real, invalid
 from privsum.accounting.guarantee import PrivacyGuarantee
 from privsum.accounting.profile import PrivacyProfile
 
+if TYPE_CHECKING:  # pragma: no cover - imported lazily: dp-accounting pulls in scipy.stats and scipy.signal
+    from dp_accounting.pld import privacy_loss_distribution as pld_lib
+
 __all__ = ["DEFAULT_DISCRETIZATION", "PLDPair"]
 
 DEFAULT_DISCRETIZATION = 1e-4
+#: Self-compositions up to this count use dp-accounting's ``self_compose`` unchanged; larger
+#: counts use `_self_compose_large` (the same FFT power with a Chernoff window that stays
+#: narrow at any count).
+DIRECT_SELF_COMPOSE_MAX = 4096
+#: Tail mass a self-composition may truncate (counted as infinite loss, as dp-accounting does).
+_TAIL_MASS_TRUNCATION = 1e-15
+#: Largest composed PMF (entries) a self-composition builds.
+_MAX_COMPOSED_ENTRIES = 1 << 24
+
+
+def pld_library() -> ModuleType:
+    """``dp_accounting.pld.privacy_loss_distribution``, imported on first use (it is slow to import)."""
+    from dp_accounting.pld import privacy_loss_distribution
+
+    return privacy_loss_distribution
 
 
 @dataclass(frozen=True)
@@ -71,8 +90,10 @@ class PLDPair:
         """The PLD of the worst mechanism that is (epsilon, delta)-DP (symmetric)."""
         if not guarantee.is_finite:
             raise invalid("guarantee", "PLDPair.from_guarantee", "a guarantee with finite epsilon", guarantee)
+        from dp_accounting.pld.common import DifferentialPrivacyParameters
+
         parameters = DifferentialPrivacyParameters(guarantee.epsilon, guarantee.delta)
-        pld = pld_lib.from_privacy_parameters(parameters, value_discretization_interval=discretization)
+        pld = pld_library().from_privacy_parameters(parameters, value_discretization_interval=discretization)
         return cls(pld, pld)
 
     def compose(self, other: PLDPair) -> PLDPair:
@@ -80,12 +101,23 @@ class PLDPair:
         return PLDPair(self.forward.compose(other.forward), self.backward.compose(other.backward))
 
     def self_compose(self, count: int) -> PLDPair:
-        """``count``-fold composition with itself."""
+        """``count``-fold composition with itself, in time logarithmic in ``count`` (FFT power).
+
+        Up to `DIRECT_SELF_COMPOSE_MAX` this is dp-accounting's ``self_compose``. Beyond, the same
+        FFT power is evaluated on a window chosen by Chernoff bounds over a fine grid of orders
+        (dp-accounting's fixed grid gives windows that grow linearly in ``count``, so ``10**9``
+        compositions would not fit in memory); the truncated tails (mass at most ``1e-15``) count
+        as infinite loss, as in dp-accounting, so the result stays an upper bound.
+
+        Raises:
+            InvalidParameterError: the composed distribution would need more than ``2**24``
+                entries at this discretisation (use a coarser one).
+        """
         count = check_integer(count, "count", "PLDPair.self_compose", low=1)
         if count == 1:
             return self
-        forward = self.forward.self_compose(count)
-        backward = forward if self.backward is self.forward else self.backward.self_compose(count)
+        forward = _self_compose_distribution(self.forward, count)
+        backward = forward if self.backward is self.forward else _self_compose_distribution(self.backward, count)
         return PLDPair(forward, backward)
 
     def delta(self, epsilon: float) -> float:
@@ -112,6 +144,65 @@ def _one_direction(upper: np.ndarray, lower: np.ndarray, upper_tail: float, inte
     rounded, inverse = np.unique(np.ceil(losses / interval).astype(np.int64), return_inverse=True)
     masses = np.bincount(inverse.ravel(), weights=upper[finite], minlength=rounded.size)
     rounded_pmf = dict(zip(rounded.tolist(), masses.tolist(), strict=True))
-    return pld_lib.PrivacyLossDistribution.create_from_rounded_probability(
+    return pld_library().PrivacyLossDistribution.create_from_rounded_probability(
         rounded_pmf, infinite_mass, interval, pessimistic_estimate=True
     )
+
+
+def _self_compose_distribution(distribution: pld_lib.PrivacyLossDistribution, count: int) -> pld_lib.PrivacyLossDistribution:
+    if count <= DIRECT_SELF_COMPOSE_MAX:
+        return distribution.self_compose(count)
+    remove = _self_compose_large(distribution._pmf_remove, count)
+    if distribution._symmetric:
+        return pld_library().PrivacyLossDistribution(remove)
+    return pld_library().PrivacyLossDistribution(remove, _self_compose_large(distribution._pmf_add, count))
+
+
+def _self_compose_large(pmf: Any, count: int) -> Any:
+    """dp-accounting's dense ``self_compose`` with a Chernoff window from a fine grid of orders."""
+    from dp_accounting.pld import pld_pmf
+    from scipy import fft
+
+    dense = pmf if isinstance(pmf, pld_pmf.DensePLDPmf) else pmf.to_dense_pmf()
+    probs = np.asarray(dense._probs, dtype=float)
+    low, high = _chernoff_window(probs, count, _TAIL_MASS_TRUNCATION)
+    length = high - low + 1
+    if length > _MAX_COMPOSED_ENTRIES:
+        raise invalid(
+            "count", "PLDPair.self_compose", f"small enough for a composed PLD of at most {_MAX_COMPOSED_ENTRIES} entries", count
+        )
+    size = fft.next_fast_len(max(length, probs.size), real=True)
+    spectrum = fft.rfft(probs, size) ** count
+    composed = np.roll(fft.irfft(spectrum, size), -low)[:length]
+    infinity_mass = _TAIL_MASS_TRUNCATION - math.expm1(count * math.log1p(-dense._infinity_mass))
+    return pld_pmf.DensePLDPmf(
+        dense._discretization, dense._lower_loss * count + low, composed, infinity_mass, dense._pessimistic_estimate
+    )
+
+
+def _chernoff_window(probs: np.ndarray, count: int, tail_mass: float) -> tuple[int, int]:
+    """Indices ``[low, high]`` of the ``count``-fold self-convolution of ``probs`` outside which
+    at most ``tail_mass`` lies (Chernoff bound ``P(S >= a) <= E[e^{tS}] e^{-ta}`` on each side,
+    minimised over a grid of orders that includes dp-accounting's, so the window is never wider)."""
+    from scipy import special
+
+    last = probs.size - 1
+    if last == 0:
+        return 0, 0
+    coarse = np.arange(1, 21) / probs.size
+    fine = np.geomspace(1e-3 / (probs.size * math.sqrt(count)), 20.0 / probs.size, 400)
+    positive = np.unique(np.concatenate([coarse, fine]))
+    indices = np.arange(probs.size, dtype=float)
+    log_two_over_tail = math.log(2.0 / tail_mass)
+    high, low = last * count, 0
+    for order in positive:
+        for signed in (order, -order):
+            log_mgf = float(special.logsumexp(indices * signed, b=probs))
+            bound = (count * log_mgf + log_two_over_tail) / signed
+            if not math.isfinite(bound):
+                continue
+            if signed > 0:
+                high = min(high, math.ceil(bound))
+            else:
+                low = max(low, math.floor(bound))
+    return low, max(high, low)

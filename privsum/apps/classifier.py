@@ -12,7 +12,7 @@ import numpy as np
 from privsum._random import RNGLike, as_generator
 from privsum._validation import check_array, check_choice, check_delta, check_epsilon, check_integer, check_real, invalid
 from privsum.accounting.accountant import PrivacyAccountant
-from privsum.accounting.events import GuaranteeEvent
+from privsum.accounting.events import GuaranteeEvent, ParallelEvent
 from privsum.accounting.guarantee import PrivacyGuarantee, ThreatModel
 from privsum.apps._estimator import ClassifierBase, DataConversionWarning, NotFittedError
 from privsum.apps.labels import label_event, randomize_labels
@@ -27,22 +27,44 @@ from privsum.bitsum import (
 )
 from privsum.exceptions import PrivacyLeakWarning
 from privsum.kde.function import KDEFunction
+from privsum.kde.joint import JointClassKDE
 from privsum.kde.protocol import ShuffledKDE
-from privsum.lsq import LSQFamily, RandomFourierFeatures, RandomSigns, SignedRandomProjection
+from privsum.kde.vector import VectorSumKDE
+from privsum.lsq import IdentityFeatures, LSQFamily, RandomFourierFeatures, RandomSigns, SignedRandomProjection
+from privsum.sums.central_vector import CentralGaussianVectorSum, ExactVectorSum
+from privsum.sums.skellam import SkellamVectorSum
 
-__all__ = ["KERNELS", "PROTOCOLS", "ShuffledKDEClassifier", "decode_class"]
+__all__ = [
+    "DECODING_SCORES",
+    "KERNELS",
+    "LABEL_PRIVACY",
+    "PROTOCOLS",
+    "VECTOR_PROTOCOLS",
+    "ShuffledKDEClassifier",
+    "decode_class",
+    "decode_classes",
+]
 
-PROTOCOLS = {
+PROTOCOLS: dict[str, type] = {
     "rr": RRBitSum,
     "3nb": ThreeNBBitSum,
     "pure": PureBitSum,
     "local": LocalRRBitSum,
-    "central-gaussian": CentralGaussianBitSum,
+    "central-gaussian-per-instance": CentralGaussianBitSum,
     "central-laplace": CentralLaplaceBitSum,
     "exact": ExactBitSum,
+    "vector": SkellamVectorSum,
+    "central-gaussian": CentralGaussianVectorSum,
+    "exact-vector": ExactVectorSum,
 }
+#: Protocols that sum each class's feature vectors at once (`privsum.kde.VectorSumKDE`); the others are bit sums.
+VECTOR_PROTOCOLS = ("vector", "central-gaussian", "exact-vector")
 KERNELS = ("gaussian", "ip", "lsh")
+#: How labels are protected: a separate randomized-response round, or inside one joint vector sum.
+LABEL_PRIVACY = ("round", "joint")
 _MIN_CLASS_USERS = 2
+# Query points x features evaluated at once by `class_densities`.
+_QUERY_ENTRIES = 1 << 21
 
 
 class ShuffledKDEClassifier(ClassifierBase):
@@ -60,14 +82,28 @@ class ShuffledKDEClassifier(ClassifierBase):
         classes: the public label set. ``None`` infers it from the data, which reveals it: a
             `PrivacyLeakWarning` is raised.
         kernel: ``"gaussian"`` (random Fourier features, bandwidth ``bandwidth``), ``"ip"``
-            (inner product, random signs) or ``"lsh"`` (angular, signed random projections).
-        protocol: a bit-sum protocol name from `PROTOCOLS` (``"rr"``, ``"3nb"``, ``"pure"``,
-            ``"local"``, ``"central-gaussian"``, ``"central-laplace"``, ``"exact"``).
+            (inner product: random signs over bit sums, the identity features ``f(x) = x`` over
+            vector sums) or ``"lsh"`` (angular, signed random projections).
+        protocol: a name from `PROTOCOLS`. Bit sums run Algorithm 1 per class (each feature
+            rounded to one bit, instances composed): ``"rr"``, ``"3nb"``, ``"pure"``, ``"local"``,
+            ``"central-gaussian-per-instance"`` (the paper's central baseline), ``"central-laplace"``,
+            ``"exact"`` (non-private, rounded features). Vector sums (`VECTOR_PROTOCOLS`) release
+            each class's feature sum at once with L2 accounting: ``"vector"`` (the shuffled
+            Skellam vector sum, `privsum.sums.SkellamVectorSum`), ``"central-gaussian"`` (the
+            Gaussian mechanism with L2 sensitivity ``2 max||f||``, Balle & Wang's exact
+            calibration; trusted curator), ``"exact-vector"`` (non-private; with ``kernel="ip"``
+            the exact nearest-centroid classifier).
         epsilon: the KDE part's epsilon (per user: each user joins one class's KDE).
         delta: the KDE part's delta.
         label_epsilon: epsilon of the label round; ``inf`` sends labels in the clear (and the
             reported guarantee is then infinite, since the published counts reveal labels).
-        n_repetitions: ``I``; default the data dimension (seed 001 §4).
+            Unused with ``label_privacy="joint"``.
+        label_privacy: ``"round"`` (the label round above, then one KDE per reported class) or
+            ``"joint"`` (vector sums only: one sum over all classes of dimension
+            ``C (I Q + 1)``, `privsum.kde.JointClassKDE`, whose noise protects the label too:
+            no label round, and ``(epsilon, delta)`` covers points and labels).
+        n_repetitions: ``I``; default the data dimension (seed 001 §4). Unused by the identity
+            features (``kernel="ip"`` over a vector sum has ``I = 1``: copies add nothing).
         bandwidth: Gaussian-kernel bandwidth ``h`` in ``exp(-||x-y||^2/h^2)``.
         lsh_bits: concatenated sign bits for ``kernel="lsh"``.
         accounting: ``"tight"`` (PLD) or ``"seed"`` (Theorem 3.2) for the per-class calibration.
@@ -78,7 +114,9 @@ class ShuffledKDEClassifier(ClassifierBase):
         Replace-one neighbours on (point, label). The label round is ``label_epsilon``-DP; given
         the reported labels, each user's point enters exactly one class's KDE, which is
         ``(epsilon, delta)``-DP, so the whole run is ``(epsilon + label_epsilon, delta)``-DP by
-        adaptive composition (tighter by PLD). Seed 001 Corollary 3.4 states ``(epsilon, delta)``
+        adaptive composition (tighter by PLD). The accountant (``accountant_``) records the
+        label round and then the class KDEs as one parallel composition (one part per user).
+        With ``label_privacy="joint"`` it records the joint sum alone. Seed 001 Corollary 3.4 states ``(epsilon, delta)``
         under the model threat; that holds for neighbours that keep the label, but the released
         model includes the noisy counts, which depend on labels, so privsum reports
         ``epsilon + label_epsilon`` (composed) under both threat models; see ``guarantees_``.
@@ -101,6 +139,7 @@ class ShuffledKDEClassifier(ClassifierBase):
         epsilon: float = 2.0,
         delta: float = 1e-6,
         label_epsilon: float = 2.0,
+        label_privacy: str = "round",
         n_repetitions: int | None = None,
         bandwidth: float = 1.0,
         lsh_bits: int = 4,
@@ -114,6 +153,7 @@ class ShuffledKDEClassifier(ClassifierBase):
         self.epsilon = epsilon
         self.delta = delta
         self.label_epsilon = label_epsilon
+        self.label_privacy = label_privacy
         self.n_repetitions = n_repetitions
         self.bandwidth = bandwidth
         self.lsh_bits = lsh_bits
@@ -131,12 +171,16 @@ class ShuffledKDEClassifier(ClassifierBase):
         self._check_parameters()
         self.classes_ = self._resolve_classes(labels)
         self.n_features_in_ = points.shape[1]
+        self.n_training_users_ = points.shape[0]
         encoded = self._encode(labels)
         rng = as_generator(self.random_state, owner)
         self.family_ = self._build_family(points.shape[1], int(rng.integers(2**62)))
-        reported = randomize_labels(encoded, len(self.classes_), self.label_epsilon, rng)
-        self.class_counts_ = np.bincount(reported, minlength=len(self.classes_))
-        self.densities_ = self._fit_classes(points, reported, rng)
+        if self.label_privacy == "joint":
+            self.densities_ = self._fit_joint(points, encoded, rng)
+        else:
+            reported = randomize_labels(encoded, len(self.classes_), self.label_epsilon, rng)
+            self.class_counts_ = np.bincount(reported, minlength=len(self.classes_))
+            self.densities_ = self._fit_classes(points, reported, rng)
         self.accountant_ = self._account()
         return self
 
@@ -147,6 +191,11 @@ class ShuffledKDEClassifier(ClassifierBase):
         check_epsilon(self.epsilon, owner)
         check_delta(self.delta, owner)
         check_epsilon(self.label_epsilon, owner, "label_epsilon", allow_infinite=True)
+        check_choice(self.label_privacy, "label_privacy", owner, LABEL_PRIVACY)
+        if self.label_privacy == "joint" and self.protocol not in VECTOR_PROTOCOLS:
+            raise invalid(
+                "label_privacy", owner, f"'round' unless protocol is a vector sum {VECTOR_PROTOCOLS}", self.label_privacy
+            )
         if self.n_repetitions is not None:
             check_integer(self.n_repetitions, "n_repetitions", owner, low=1)
         check_real(self.bandwidth, "bandwidth", owner, low=0.0, low_open=True)
@@ -184,9 +233,53 @@ class ShuffledKDEClassifier(ClassifierBase):
         repetitions = dimension if self.n_repetitions is None else self.n_repetitions
         if self.kernel == "gaussian":
             return RandomFourierFeatures(dimension=dimension, n_repetitions=repetitions, bandwidth=self.bandwidth, seed=seed)
+        if self.kernel == "ip" and self.protocol in VECTOR_PROTOCOLS:
+            return IdentityFeatures(dimension=dimension)
         if self.kernel == "ip":
             return RandomSigns(dimension=dimension, n_repetitions=repetitions, seed=seed)
         return SignedRandomProjection(dimension=dimension, n_repetitions=repetitions, n_bits=self.lsh_bits, seed=seed)
+
+    def _fit_joint(self, points: np.ndarray, encoded: np.ndarray, rng: np.random.Generator) -> list[KDEFunction | None]:
+        """Every class's KDE and noisy size from one joint vector sum (`JointClassKDE`); no label round."""
+        joint = JointClassKDE.from_privacy(
+            family=self.family_,
+            n_classes=len(self.classes_),
+            protocol=PROTOCOLS[self.protocol],
+            **self._vector_budget(),
+            n_users=points.shape[0],
+        )
+        densities, sizes = joint.run(points, encoded, rng=rng)
+        self.protocols_ = [joint]
+        self.class_counts_ = sizes
+        return [d if size >= _MIN_CLASS_USERS else None for d, size in zip(densities, sizes, strict=True)]
+
+    def _vector_budget(self) -> dict[str, float]:
+        if self.protocol == "exact-vector":
+            return {"epsilon": math.inf, "delta": 0.0}
+        return {"epsilon": self.epsilon, "delta": self.delta}
+
+    def _fit_vector_classes(self, points: np.ndarray, reported: np.ndarray, rng: np.random.Generator) -> list[KDEFunction | None]:
+        """One `VectorSumKDE` per reported class, each calibrated for its own size."""
+        calibrated: dict[int, VectorSumKDE] = {}
+        densities: list[KDEFunction | None] = []
+        self.protocols_: list[ShuffledKDE | VectorSumKDE | JointClassKDE | None] = []
+        for c in range(len(self.classes_)):
+            members = points[reported == c]
+            size = members.shape[0]
+            if size < _MIN_CLASS_USERS:
+                densities.append(None)
+                self.protocols_.append(None)
+                continue
+            if size not in calibrated:
+                calibrated[size] = VectorSumKDE.from_privacy(
+                    family=self.family_, protocol=PROTOCOLS[self.protocol], **self._vector_budget(), n_users=size
+                )
+            self.protocols_.append(calibrated[size])
+            densities.append(calibrated[size].run(members, rng=rng))
+        if all(d is None for d in densities):
+            sizes = np.bincount(reported, minlength=len(self.classes_)).tolist()
+            raise invalid("y", type(self).__name__, f"at least one class with {_MIN_CLASS_USERS} reported users", sizes)
+        return densities
 
     def _fit_classes(self, points: np.ndarray, reported: np.ndarray, rng: np.random.Generator) -> list[KDEFunction | None]:
         """One KDE per reported class, all sharing one calibration done for the smallest class.
@@ -196,6 +289,8 @@ class ShuffledKDEClassifier(ClassifierBase):
         parameters calibrated for ``n_min`` users are reused with each class's own ``n_c >= n_min``;
         each class still reports the guarantee computed for its own ``n_c``.
         """
+        if self.protocol in VECTOR_PROTOCOLS:
+            return self._fit_vector_classes(points, reported, rng)
         sizes = [int(np.count_nonzero(reported == c)) for c in range(len(self.classes_))]
         eligible = [size for size in sizes if size >= _MIN_CLASS_USERS]
         if not eligible:
@@ -228,7 +323,23 @@ class ShuffledKDEClassifier(ClassifierBase):
 
     def _account(self) -> PrivacyAccountant:
         accountant = PrivacyAccountant()
+        if self.label_privacy == "joint":
+            joint = self.protocols_[0]
+            event = joint.vector_sum.event_for_participants(self.n_training_users_)
+            accountant.compose(event, label=f"joint vector sum over classes ({self.protocol}, {self.kernel})")
+            return accountant
         accountant.compose(label_event(self.label_epsilon, len(self.classes_)), label="label round (m-ary RR)")
+        if self.protocol in VECTOR_PROTOCOLS:
+            events = [
+                p.event_for_participants(int(n))
+                for p, n in zip(self.protocols_, self.class_counts_, strict=True)
+                if p is not None
+            ]
+            accountant.compose(
+                ParallelEvent(events, parts_per_user=1),
+                label=f"per-class vector-sum KDEs, parallel ({self.protocol}, {self.kernel})",
+            )
+            return accountant
         accountant.compose(GuaranteeEvent(self.kde_guarantee_), label=f"per-class shuffled KDE ({self.protocol}, {self.kernel})")
         return accountant
 
@@ -256,10 +367,13 @@ class ShuffledKDEClassifier(ClassifierBase):
         """
         self._check_fitted()
         protocols = [p for p in self.protocols_ if p is not None]
+        label_messages = 0.0 if self.label_privacy == "joint" else 1.0
         return {
-            "expected_messages_per_user": 1.0 + max(p.expected_messages_per_user for p in protocols),
+            "expected_messages_per_user": label_messages + max(p.expected_messages_per_user for p in protocols),
             "bits_per_message": float(max(p.bits_per_message() for p in protocols)),
-            "label_message_bits": float(max(1, math.ceil(math.log2(len(self.classes_))))),
+            "label_message_bits": 0.0
+            if self.label_privacy == "joint"
+            else float(max(1, math.ceil(math.log2(len(self.classes_))))),
         }
 
     def class_densities(self, X: Any) -> np.ndarray:
@@ -267,8 +381,7 @@ class ShuffledKDEClassifier(ClassifierBase):
         self._check_fitted()
         points = _check_points(X, type(self).__name__, n_features=self.n_features_in_)
         points = self.family_.check_points(points, "X")
-        columns = [np.full(points.shape[0], -np.inf) if d is None else d(points) for d in self.densities_]
-        return np.stack(columns, axis=1)
+        return _densities_at(self.densities_, self.family_, points)
 
     def decision_function(self, X: Any) -> np.ndarray:
         """scikit-learn's convention: `class_densities`, or for two classes the second minus the first."""
@@ -289,8 +402,38 @@ class ShuffledKDEClassifier(ClassifierBase):
             raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; call 'fit' first.")
 
 
-def decode_class(model: ShuffledKDEClassifier, label: Any, words: Any, embeddings: Any, *, top_k: int = 10) -> list[str]:
-    """The ``top_k`` words of a public vocabulary with the highest private density for ``label``.
+#: How `decode_class` ranks the vocabulary.
+DECODING_SCORES = ("log_ratio", "density")
+
+
+def decode_class(
+    model: Any,
+    label: Any,
+    words: Any,
+    embeddings: Any,
+    *,
+    top_k: int = 10,
+    score: str = "log_ratio",
+    floor_quantile: float = 0.9,
+) -> list[str]:
+    """The ``top_k`` words of a public vocabulary that best describe ``label`` under the private model.
+
+    Args:
+        model: a fitted `ShuffledKDEClassifier`, or a fitted scikit-learn ``Pipeline`` whose last
+            step is one (the embeddings then pass through the earlier steps' ``transform`` first).
+        label: one of the model's classes.
+        words: the vocabulary, one word per row of ``embeddings``.
+        embeddings: ``(len(words), d)`` public embeddings of the words (before the pipeline's steps).
+        top_k: how many words to return.
+        score: ``"log_ratio"`` (default) ranks by ``log K_c(v) - log mean_c' K_c'(v)``, the class's
+            density relative to the mean over all classes with a released density, so words
+            that are dense for every class (generic words) do not top every list.
+            ``"density"`` ranks by the class's own density ``K_c(v)`` (Wagner, ICLR 2025,
+            section 3.3).
+        floor_quantile: for ``"log_ratio"``, every released density below this quantile of all
+            of them (over classes and words) is raised to it first: the ratio of two small noisy
+            densities is noise (and a noisy release can be zero or negative), so only words where
+            the class is dense can rank high; ties are broken by the class's density. In ``[0, 1)``.
 
     Privacy:
         Post-processing of the fitted model with public data: no further cost.
@@ -303,21 +446,104 @@ def decode_class(model: ShuffledKDEClassifier, label: Any, words: Any, embedding
         >>> decode_class(model, 0, ["east", "west"], np.array([[3.0, 0.0], [-3.0, 0.0]]), top_k=1)
         ['east']
     """
+    return decode_classes(
+        model, words, embeddings, labels=[label], top_k=top_k, score=score, floor_quantile=floor_quantile, owner="decode_class"
+    )[label]
+
+
+def decode_classes(
+    model: Any,
+    words: Any,
+    embeddings: Any,
+    *,
+    labels: Any = None,
+    top_k: int = 10,
+    score: str = "log_ratio",
+    floor_quantile: float = 0.9,
+    owner: str = "decode_classes",
+) -> dict[Any, list[str]]:
+    """`decode_class` for several classes at once (default: every class), evaluating each density once.
+
+    Args:
+        model: as in `decode_class`.
+        words: as in `decode_class`.
+        embeddings: as in `decode_class`.
+        labels: the classes to decode (default: all of ``model.classes_``).
+        top_k: how many words per class.
+        score: as in `decode_class`.
+        floor_quantile: as in `decode_class`.
+        owner: the name used in error messages.
+
+    Privacy:
+        Post-processing of the fitted model with public data: no further cost.
+    """
+    model, transform = _classifier_of(model, owner)
     model._check_fitted()
-    matches = np.flatnonzero(model.classes_ == label)
-    if matches.size != 1:
-        raise invalid("label", "decode_class", f"one of {model.classes_.tolist()}", label)
-    top_k = check_integer(top_k, "top_k", "decode_class", low=1)
+    labels = list(model.classes_) if labels is None else list(labels)
+    indices = {}
+    for label in labels:
+        matches = np.flatnonzero(model.classes_ == label)
+        if matches.size != 1:
+            raise invalid("label", owner, f"one of {model.classes_.tolist()}", label)
+        indices[label] = int(matches[0])
+    top_k = check_integer(top_k, "top_k", owner, low=1)
+    score = check_choice(score, "score", owner, DECODING_SCORES)
+    floor_quantile = check_real(floor_quantile, "floor_quantile", owner, low=0.0, high=1.0, high_open=True)
     words = list(words)
-    vectors = check_array(embeddings, "embeddings", "decode_class", ndim=2)
+    vectors = check_array(embeddings, "embeddings", owner, ndim=2)
     if vectors.shape[0] != len(words):
-        raise invalid("embeddings", "decode_class", f"one row per word ({len(words)})", f"shape {vectors.shape}")
-    density = model.densities_[int(matches[0])]
-    if density is None:
-        return []
-    scores = density(vectors)
-    order = np.argsort(-scores, kind="stable")[:top_k]
-    return [words[i] for i in order]
+        raise invalid("embeddings", owner, f"one row per word ({len(words)})", f"shape {vectors.shape}")
+    if transform is not None:
+        vectors = transform(vectors)
+    needed = range(len(model.densities_)) if score == "log_ratio" else set(indices.values())
+    densities = {c: np.asarray(model.densities_[c](vectors), dtype=float) for c in needed if model.densities_[c] is not None}
+    scores = _log_ratio_scores(densities, floor_quantile) if score == "log_ratio" and densities else densities
+    decoded = {}
+    for label, index in indices.items():
+        if index not in densities:  # no user reported this class: nothing was released for it
+            decoded[label] = []
+            continue
+        order = np.lexsort((-densities[index], -scores[index]))[:top_k]  # ties (all floored): the higher density first
+        decoded[label] = [words[i] for i in order]
+    return decoded
+
+
+def _classifier_of(model: Any, owner: str) -> tuple[ShuffledKDEClassifier, Any]:
+    """The classifier and, for a scikit-learn ``Pipeline`` ending in one, the transform of its earlier steps."""
+    if isinstance(model, ShuffledKDEClassifier):
+        return model, None
+    steps = getattr(model, "steps", None)
+    if isinstance(steps, list) and steps and isinstance(steps[-1][1], ShuffledKDEClassifier):
+        return steps[-1][1], (model[:-1].transform if len(steps) > 1 else None)
+    raise invalid("model", owner, "a ShuffledKDEClassifier or a Pipeline ending in one", type(model).__name__)
+
+
+def _log_ratio_scores(densities: dict[int, np.ndarray], floor_quantile: float) -> dict[int, np.ndarray]:
+    """``log K_c - log mean_c' K_c'`` over the released densities, each raised to their ``floor_quantile`` first."""
+    values = np.array(list(densities.values()))
+    floor = max(float(np.quantile(values, floor_quantile)), float(np.finfo(float).tiny))
+    values = np.maximum(values, floor)
+    log_mean = np.log(values.mean(axis=0))
+    return {c: np.log(values[position]) - log_mean for position, c in enumerate(densities)}
+
+
+def _densities_at(densities: list[KDEFunction | None], family: LSQFamily, points: np.ndarray) -> np.ndarray:
+    """Every class's `KDEFunction` at ``points`` (``-inf`` for empty classes), the query features computed once.
+
+    The same values as calling each density (``g(y) @ F / (n I)``), as one matrix product per
+    chunk of query points instead of one feature map per class.
+    """
+    width = family.n_repetitions * family.n_coordinates
+    values = np.full((points.shape[0], len(densities)), -np.inf)
+    live = [c for c, d in enumerate(densities) if d is not None]
+    if not live or points.shape[0] == 0:
+        return values
+    weights = np.stack([densities[c].coefficients.ravel() / (densities[c].n_users * family.n_repetitions) for c in live], axis=1)
+    step = max(1, _QUERY_ENTRIES // width)
+    for start in range(0, points.shape[0], step):
+        chunk = points[start : start + step]
+        values[start : start + step, live] = family.g(chunk).reshape(chunk.shape[0], width) @ weights
+    return values
 
 
 def _check_points(X: Any, owner: str, *, n_features: int | None = None) -> np.ndarray:

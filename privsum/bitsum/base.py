@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import abc
+import math
 import warnings
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+from scipy import stats
 
 from privsum._random import RNGLike, as_generator
-from privsum._validation import check_array, check_choice, check_integer, invalid
+from privsum._validation import check_array, check_choice, check_integer, check_real, invalid
 from privsum.accounting.events import PrivacyEvent
 from privsum.exceptions import PrivacyLeakWarning
 from privsum.shuffle.histogram import MessageHistogram
@@ -17,9 +20,46 @@ from privsum.shuffle.messages import MessageBatch
 from privsum.shuffle.protocol import EXECUTION_PATHS, ShuffleProtocol
 from privsum.shuffle.streaming import PartialView
 
-__all__ = ["CALIBRATIONS", "BitSumProtocol"]
+__all__ = ["CALIBRATIONS", "BitSumProtocol", "ConfidenceInterval"]
 
 CALIBRATIONS = ("tight", "analytic")
+EXACT = "exact"
+NORMAL_APPROXIMATION = "normal approximation"
+
+
+@dataclass(frozen=True)
+class ConfidenceInterval:
+    """A confidence interval ``[low, high]`` for the true sum of each instance.
+
+    Attributes:
+        low: lower end (a float for one estimate, an array for many).
+        high: upper end, same shape.
+        level: the nominal coverage, e.g. ``0.95``.
+        method: ``"exact"`` (coverage at least ``level``, from the exact noise distribution) or
+            ``"normal approximation"`` (coverage close to ``level`` when the error is close to
+            normal, e.g. many users).
+
+    Examples:
+        >>> interval = ConfidenceInterval(low=9.5, high=12.5, level=0.95, method="exact")
+        >>> low, high = interval
+        >>> print(interval)
+        [9.5, 12.5] (95% confidence, exact)
+    """
+
+    low: np.ndarray | float
+    high: np.ndarray | float
+    level: float
+    method: str
+
+    def __iter__(self):
+        return iter((self.low, self.high))
+
+    def __str__(self) -> str:
+        if np.ndim(self.low) == 0:
+            ends = f"[{self.low:.6g}, {self.high:.6g}]"
+        else:
+            ends = f"low {np.array2string(np.asarray(self.low))}, high {np.array2string(np.asarray(self.high))}"
+        return f"{ends} ({100 * self.level:.4g}% confidence, {self.method})"
 
 
 class BitSumProtocol(ShuffleProtocol):
@@ -56,21 +96,78 @@ class BitSumProtocol(ShuffleProtocol):
         """Root-mean-square error of one instance's estimate."""
         return np.sqrt(self.variance(true_sum))
 
+    def confidence_interval(self, estimate: Any, level: float = 0.95) -> ConfidenceInterval:
+        """A confidence interval for the true sum from an estimate of this protocol (`run` or `analyze`).
+
+        ``estimate +- h``, the same half-width ``h`` for every instance, with ``n_users`` users
+        taking part (as calibrated). How ``h`` is found, in the returned ``method``:
+
+        * ``"exact"`` where the error is noise independent of the data (central Laplace and
+          Gaussian, 3NB, the exact sum): the smallest ``h`` with ``P(|noise| <= h) >= level``,
+          from the noise's exact distribution, so the coverage is at least ``level``.
+        * ``"normal approximation"`` otherwise (RR, local RR, Pure): ``h = z * sqrt(variance()) +
+          step / 2``, with ``z`` the two-sided standard-normal quantile, the worst-case variance
+          (for Pure, all users holding 1) and a continuity correction of half the spacing
+          ``step`` between the estimate's possible values. Not guaranteed: checked exactly for
+          RR at 300 to 100,000 users with 30 to 160 expected flipped reports, where the coverage
+          is between ``level`` and ``level + 0.03`` for levels 0.9, 0.95 and 0.99; with only a
+          handful of flipped or dropped reports it can fall below ``level``.
+
+        The interval is a post-processing of the released estimate and the public parameters:
+        it costs no privacy.
+
+        Args:
+            estimate: the estimate(s) of the true sum, a number or a 1-D array (one per instance).
+            level: the coverage, in ``(0, 1)``.
+
+        Returns:
+            A `ConfidenceInterval` (unpacks as ``low, high``).
+
+        Examples:
+            >>> from privsum.bitsum import CentralLaplaceBitSum
+            >>> protocol = CentralLaplaceBitSum.from_privacy(epsilon=1.0, n_users=1000)
+            >>> print(protocol.confidence_interval(412.0, level=0.95))
+            [409, 415] (95% confidence, exact)
+        """
+        owner = f"{type(self).__name__}.confidence_interval"
+        level = check_real(level, "level", owner, low=0.0, high=1.0, low_open=True, high_open=True)
+        values = check_array(estimate, "estimate", owner, ndim=(0, 1)).astype(float)
+        half_width, method = self._error_half_width(level)
+        low, high = values - half_width, values + half_width
+        if values.ndim == 0:
+            return ConfidenceInterval(float(low), float(high), level, method)
+        return ConfidenceInterval(low, high, level, method)
+
+    def _error_half_width(self, level: float) -> tuple[float, str]:
+        """``(h, method)``: the normal approximation with the worst-case variance; exact subclasses override.
+
+        ``h = z sd + step/2``: the continuity correction for an estimate on a lattice of spacing
+        ``step`` (`_lattice_step`).
+        """
+        z = float(stats.norm.isf((1.0 - level) / 2.0))
+        return z * math.sqrt(float(np.max(self.variance()))) + 0.5 * self._lattice_step(), NORMAL_APPROXIMATION
+
+    def _lattice_step(self) -> float:
+        """The spacing of the values the estimate takes (one count, rescaled by the debiasing)."""
+        return 1.0
+
     def check_bits(self, bits: Any) -> np.ndarray:
         """Validate bits and return them as an integer array of shape ``(n_users, n_instances)``.
 
         An integer numpy array is checked in one pass, without a copy; anything else (and an
         array that fails that check, for the error message) goes through the general check.
         """
+        if type(bits) is np.ndarray and bits.dtype == bool:
+            bits = bits.view(np.int8)  # False/True are the bytes 0/1: the same values, no copy
         if _integer_bits_in_one_pass(bits):
-            array = bits
+            array = _as_signed(bits)
         else:
             array = check_array(bits, "bits", type(self).__name__, ndim=(1, 2), low=0, high=1, integer=True)
         if array.shape[0] == 0 or array.size == 0:
             raise invalid(
                 "bits", type(self).__name__, "a non-empty array (at least one user and one instance)", f"shape {array.shape}"
             )
-        return array.reshape(array.shape[0], -1)  # integer dtype kept (int8 inputs stay small)
+        return array.reshape(array.shape[0], -1)  # signed integer dtype (int8 inputs stay small)
 
     def event_for_participants(self, n_participants: int) -> PrivacyEvent:
         """The guarantee actually achieved when ``n_participants`` users take part.
@@ -155,6 +252,17 @@ def _integer_bits_in_one_pass(bits: Any) -> bool:
     return bool(unsigned.max() <= 1)
 
 
+def _as_signed(bits: np.ndarray) -> np.ndarray:
+    """Checked 0/1 bits of an unsigned dtype viewed as the signed dtype of the same width (no copy).
+
+    Counts and differences of unsigned arrays stay unsigned in numpy (``n - ones`` wraps, a
+    ``uint64`` sum does not cast to ``int64``), so every protocol receives signed bits.
+    """
+    if bits.dtype.kind == "u":
+        return bits.view(np.dtype(bits.dtype.str.replace("u", "i")))
+    return bits
+
+
 def instance_ids(n_users: int, n_instances: int) -> np.ndarray:
     """Instance id of each entry of a ``(n_users, n_instances)`` array, flattened in C order."""
     return np.tile(np.arange(n_instances, dtype=np.int64), n_users)
@@ -181,3 +289,17 @@ def signed_histogram(plus: np.ndarray, minus: np.ndarray) -> MessageHistogram:
 def check_calibration(calibration: Any, owner: str) -> str:
     """Validate the calibration method name."""
     return check_choice(calibration, "calibration", owner, CALIBRATIONS)
+
+
+def symmetric_noise_half_width(pmf: np.ndarray, level: float) -> int:
+    """The smallest integer ``h`` with ``P(|Z| <= h) >= level`` for ``Z`` with pmf ``pmf`` on ``-K..K`` (centred).
+
+    Mass missing from ``pmf`` (a truncated tail) counts as outside every interval, so ``h`` is
+    conservative.
+    """
+    centre = (pmf.size - 1) // 2
+    inside = np.cumsum(pmf[centre:] + np.concatenate([[0.0], pmf[centre - 1 :: -1]]) if centre else pmf[centre:])
+    reached = np.flatnonzero(inside >= level)
+    if reached.size == 0:
+        raise ValueError("the truncated noise distribution does not reach the requested level")
+    return int(reached[0])

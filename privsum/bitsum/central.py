@@ -26,9 +26,15 @@ import numpy as np
 from privsum._random import RNGLike, as_generator
 from privsum._validation import check_choice, check_delta, check_epsilon, check_integer, check_real, invalid
 from privsum.accounting.calibration import calibrate
-from privsum.accounting.events import DiscreteGaussianEvent, GuaranteeEvent, PrivacyEvent
+from privsum.accounting.events import (
+    MAX_DISCRETE_GAUSSIAN_SIGMA,
+    MIN_DISCRETE_GAUSSIAN_SIGMA,
+    DiscreteGaussianEvent,
+    GuaranteeEvent,
+    PrivacyEvent,
+)
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
-from privsum.bitsum.base import BitSumProtocol, check_calibration, instance_ids
+from privsum.bitsum.base import EXACT, BitSumProtocol, check_calibration, instance_ids, symmetric_noise_half_width
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
 from privsum.shuffle.noise import discrete_laplace_variance, sample_discrete_laplace
@@ -194,6 +200,22 @@ class CentralLaplaceBitSum(_Curated):
     def variance(self, true_sum: Any = None) -> float:
         return discrete_laplace_variance(self.noise_ratio)
 
+    def _error_half_width(self, level: float) -> tuple[float, str]:
+        """Exact: ``P(|DLap(a)| > h) = 2 a^(h+1) / (1 + a)``, the smallest ``h`` with that at most ``1 - level``."""
+        ratio = self.noise_ratio
+        if ratio == 0.0:
+            return 0.0, EXACT
+
+        def outside(half_width: int) -> float:
+            return 2.0 * ratio ** (half_width + 1) / (1.0 + ratio)
+
+        half_width = max(0, math.ceil(math.log((1.0 - level) * (1.0 + ratio) / 2.0) / math.log(ratio) - 1.0))
+        while half_width > 0 and outside(half_width - 1) <= 1.0 - level:  # float rounding of the closed form
+            half_width -= 1
+        while outside(half_width) > 1.0 - level:
+            half_width += 1
+        return float(half_width), EXACT
+
     def noise(self, sums: np.ndarray, generator: np.random.Generator) -> np.ndarray:
         if self.noise_source == "numpy":
             return sample_discrete_laplace(generator, self.noise_ratio, sums.shape)
@@ -208,7 +230,8 @@ class CentralGaussianBitSum(_Curated):
 
     Args:
         n_users: users (the guarantee does not depend on it).
-        scale: ``sigma > 0`` of the discrete Gaussian (pmf ``proportional to exp(-z^2/(2 sigma^2))``).
+        scale: ``sigma`` in ``[0.01, 10^4]`` of the discrete Gaussian (pmf ``proportional to
+            exp(-z^2/(2 sigma^2))``; the bounds keep its exact privacy accounting bounded).
         delta: the delta at which the headline epsilon is reported, in ``(0, 1)``.
         noise_source: ``"opendp"`` (exact, secure) or ``"numpy"`` (reproducible from ``rng``).
 
@@ -236,7 +259,11 @@ class CentralGaussianBitSum(_Curated):
     def __post_init__(self) -> None:
         owner = type(self).__name__
         object.__setattr__(self, "n_users", check_integer(self.n_users, "n_users", owner, low=1))
-        object.__setattr__(self, "scale", check_real(self.scale, "scale", owner, low=0.0, low_open=True))
+        object.__setattr__(
+            self,
+            "scale",
+            check_real(self.scale, "scale", owner, low=MIN_DISCRETE_GAUSSIAN_SIGMA, high=MAX_DISCRETE_GAUSSIAN_SIGMA),
+        )
         object.__setattr__(self, "delta", check_delta(self.delta, owner, allow_zero=False))
         self._check_source()
 
@@ -275,6 +302,7 @@ class CentralGaussianBitSum(_Curated):
                 upper=upper,
                 more_private="increasing",
                 tolerance=1e-7,
+                caller=(owner, "delta", delta),
             )
         protocol = cls(n_users=n_users, scale=sigma, delta=delta, noise_source=noise_source)
         if not protocol.guarantee.epsilon <= epsilon * (1 + 1e-9):
@@ -291,10 +319,19 @@ class CentralGaussianBitSum(_Curated):
 
     def variance(self, true_sum: Any = None) -> float:
         """Exact variance of the discrete Gaussian with parameter ``sigma``."""
+        support, pmf = self._noise_pmf()
+        return float((pmf * support**2).sum())
+
+    def _noise_pmf(self) -> tuple[np.ndarray, np.ndarray]:
+        """The discrete Gaussian's pmf on ``-K..K``, ``K = 40 sigma + 2`` (the rest is below 1e-300)."""
         reach = math.ceil(40.0 * self.scale) + 2
         support = np.arange(-reach, reach + 1, dtype=float)
         weights = np.exp(-(support**2) / (2.0 * self.scale**2))
-        return float((weights * support**2).sum() / weights.sum())
+        return support, weights / weights.sum()
+
+    def _error_half_width(self, level: float) -> tuple[float, str]:
+        """Exact, from the discrete Gaussian's pmf."""
+        return float(symmetric_noise_half_width(self._noise_pmf()[1], level)), EXACT
 
     def noise(self, sums: np.ndarray, generator: np.random.Generator) -> np.ndarray:
         if self.noise_source == "numpy":
@@ -352,6 +389,10 @@ class ExactBitSum(_Curated):
 
     def variance(self, true_sum: Any = None) -> float:
         return 0.0
+
+    def _error_half_width(self, level: float) -> tuple[float, str]:
+        """No noise: the estimate is the sum."""
+        return 0.0, EXACT
 
     def noise(self, sums: np.ndarray, generator: np.random.Generator) -> np.ndarray:
         return np.zeros_like(sums)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import optimize
+from scipy import optimize, signal, stats
 
 from privsum._random import RNGLike, as_generator
 from privsum._validation import check_array, check_delta, check_epsilon, check_integer, check_probability, check_real, invalid
@@ -20,7 +20,14 @@ from privsum.accounting.calibration import calibrate
 from privsum.accounting.events import GuaranteeEvent, PrivacyEvent, ProfileEvent
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
 from privsum.accounting.profile import PrivacyProfile
-from privsum.bitsum.base import BitSumProtocol, check_calibration, signed_histogram, signed_messages
+from privsum.bitsum.base import (
+    EXACT,
+    BitSumProtocol,
+    check_calibration,
+    signed_histogram,
+    signed_messages,
+    symmetric_noise_half_width,
+)
 from privsum.bitsum.exact import pure_epsilon_bound, signed_count_profile
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
@@ -137,6 +144,10 @@ class _SignedCounts(BitSumProtocol):
         total = self.n_users if true_sum is None else check_array(true_sum, "true_sum", type(self).__name__, low=0.0)
         return (total * q * (1.0 - q) + noise) / (1.0 - q) ** 2
 
+    def _lattice_step(self) -> float:
+        """The estimate moves by ``1/(1-q)`` per message."""
+        return 1.0 / (1.0 - self.drop_probability)
+
 
 @dataclass(frozen=True, kw_only=True)
 class ThreeNBBitSum(_SignedCounts):
@@ -190,6 +201,11 @@ class ThreeNBBitSum(_SignedCounts):
         """3NB never drops bits."""
         return 0.0
 
+    def _error_half_width(self, level: float) -> tuple[float, str]:
+        """Exact: the error ``X1 - X2`` (``X1, X2 ~ NB(r, p)`` independent; flooding cancels) from its pmf."""
+        pmf = negative_binomial_difference_pmf(self.noise_shape, self.noise_ratio)
+        return float(symmetric_noise_half_width(pmf, level)), EXACT
+
     def __post_init__(self) -> None:
         self._validate_noise()
         owner = type(self).__name__
@@ -238,6 +254,7 @@ class ThreeNBBitSum(_SignedCounts):
                 upper=1.0,
                 more_private="decreasing",
                 tolerance=1e-5,
+                caller=(owner, "delta", delta),
             )
             noise_ratio = math.exp(-share * epsilon)
         profile = profile_at(noise_ratio)
@@ -356,6 +373,8 @@ class PureBitSum(_SignedCounts):
         n_users = check_integer(n_users, "n_users", owner, low=1)
         calibration = check_calibration(calibration, owner)
         smallest_drop = math.exp(-epsilon)
+        if not smallest_drop < 1.0 - 1e-9:  # the drop probability e^-epsilon rounds to 1 in double precision
+            raise invalid("epsilon", owner, "a real number in [1e-08, 100] (smaller drops every bit)", epsilon)
 
         def noise_for(drop: float) -> float:
             return (1.0 - drop) / (math.exp(epsilon) - drop)
@@ -420,3 +439,16 @@ class PureBitSum(_SignedCounts):
 
 def _tail_for(delta: float) -> float:
     return min(1e-15, 1e-6 * delta)
+
+
+def negative_binomial_difference_pmf(shape: float, ratio: float) -> np.ndarray:
+    """The pmf of ``X1 - X2`` on ``-K..K`` for independent ``X1, X2 ~ NB(shape, ratio)`` (mean ``shape ratio/(1-ratio)``).
+
+    Each ``NB`` is truncated where its upper tail falls below ``1e-16``; the missing mass (at most
+    about ``2e-16``) is left out, so intervals computed from this pmf are conservative.
+    """
+    reach = int(stats.nbinom.isf(1e-16, shape, 1.0 - ratio)) + 1
+    one = stats.nbinom.pmf(np.arange(reach + 1), shape, 1.0 - ratio)
+    if reach < 4096:
+        return np.convolve(one, one[::-1])
+    return np.clip(signal.fftconvolve(one, one[::-1]), 0.0, None)

@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from privsum._serialisation import Envelope, header_field, pack, unpack
-from privsum._validation import check_array, check_integer, invalid
+from privsum._serialisation import Envelope, check_key, header_field, pack, unpack
+from privsum._validation import MAX_INT64, check_array, check_integer, invalid
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
 from privsum.exceptions import InvalidParameterError
-from privsum.lsq.base import LSQFamily
+from privsum.lsq.base import LOADER_PUBLIC_DRAWS, LSQFamily, check_loader_draws
 from privsum.lsq.lsh import LSHFamily, family_from_spec
 
 __all__ = ["KDEFunction"]
@@ -67,14 +67,25 @@ class KDEFunction:
         object.__setattr__(self, "coefficients", coefficients)
         object.__setattr__(self, "n_users", check_integer(self.n_users, "n_users", owner, low=1))
 
-    def __call__(self, queries: Any, *, chunk_size: int | None = None) -> np.ndarray:
+    def __call__(self, queries: Any, *, chunk_size: int | None = None, debias: bool = False) -> np.ndarray:
         """The estimated density at each query point, shape ``(m,)``.
+
+        With an LSH family the estimate is unbiased for ``mean_u (k + (1 - k) c)``, ``c`` the
+        family's `~privsum.lsq.LSHFamily.collision_floor` (``1/Q`` for folded L2-LSH codes), not
+        for the kernel density ``mean_u k``. ``debias=True`` returns
+        ``(estimate - c) / (1 - c)``, unbiased for ``mean_u k`` (as a RACE sketch's estimate is),
+        with a standard deviation larger by ``1 / (1 - c)`` and possibly negative values; families
+        without a floor (``c = 0``, and every non-LSH family, whose estimate already targets ``k``)
+        are unchanged. Post-processing either way.
 
         Args:
             queries: ``(m, d)`` points (or one ``(d,)`` point).
             chunk_size: query points evaluated at once (default: about two million
                 ``points x I x Q`` entries).
+            debias: remove the LSH collision floor (see above).
         """
+        if not isinstance(debias, bool):
+            raise invalid("debias", "KDEFunction", "a bool", debias)
         points = self.family.check_points(queries, "queries")
         width = self.family.n_repetitions * self.family.n_coordinates
         if chunk_size is None:
@@ -86,7 +97,10 @@ class KDEFunction:
             self.family.g(points[start : start + chunk_size]).reshape(-1, width) @ flat
             for start in range(0, points.shape[0], chunk_size)
         ]
-        return np.concatenate(values) if values else np.zeros(0)
+        estimates = np.concatenate(values) if values else np.zeros(0)
+        if debias and isinstance(self.family, LSHFamily):
+            return self.family.remove_floor(estimates)
+        return estimates
 
     def __eq__(self, other: object) -> bool:
         """Equal when the family, the coefficients, ``n_users`` and the guarantee are all equal."""
@@ -106,10 +120,16 @@ class KDEFunction:
         """The neighbouring relation of `guarantee` (``None`` without a guarantee)."""
         return None if self.guarantee is None else self.guarantee.neighbouring
 
-    def to_bytes(self) -> bytes:
+    def to_bytes(self, *, key: bytes | None = None) -> bytes:
         """Versioned serialisation: magic, version, a JSON header, the float64 coefficients and a SHA-256 checksum.
 
         Nothing is pickled; `from_bytes` rebuilds the family from its public parameters (its seed).
+
+        Args:
+            key: optional secret (at least 16 bytes) to sign the bytes with HMAC-SHA256. The
+                checksum alone only detects corruption: anyone can edit a header and recompute
+                it. A signature lets the holder of ``key`` detect any edit (`from_bytes` with the
+                same ``key``).
 
         Examples:
             >>> from privsum.lsq import RandomFourierFeatures
@@ -117,24 +137,42 @@ class KDEFunction:
             >>> released = KDEFunction(family, np.ones((3, 1)), n_users=10, guarantee=PrivacyGuarantee(1.0, 1e-6))
             >>> KDEFunction.from_bytes(released.to_bytes()) == released
             True
+            >>> secret = b"a secret of 16+ bytes"
+            >>> KDEFunction.from_bytes(released.to_bytes(key=secret), key=secret) == released
+            True
         """
+        key = check_key(key, "KDEFunction.to_bytes")
         header = {"family": _family_spec(self.family), "n_users": self.n_users, "guarantee": _guarantee_spec(self.guarantee)}
-        return pack(_ENVELOPE, _KIND, header, self.coefficients, _DTYPE)
+        return pack(_ENVELOPE, _KIND, header, self.coefficients, _DTYPE, key=key)
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> KDEFunction:
+    def from_bytes(cls, data: bytes, *, key: bytes | None = None, max_public_draws: int = LOADER_PUBLIC_DRAWS) -> KDEFunction:
         """Inverse of `to_bytes`; refuses corrupted bytes, unknown formats or versions and foreign families.
 
         Nothing is unpickled: the header is JSON and the coefficients raw little-endian float64.
+        Every header field is checked, and the family's size (public draws, repetitions) against
+        the payload and ``max_public_draws``, before the family's public randomness is drawn.
+
+        Args:
+            data: `to_bytes` output.
+            key: the secret the bytes were signed with; when given, unsigned or mis-signed bytes
+                are refused. Without it the checksum only detects corruption, not edits.
+            max_public_draws: most numbers the rebuilt family may draw (default 2^20, 8 MiB);
+                raise it (up to 2^27) to load a larger family from a trusted source.
 
         Raises:
-            InvalidParameterError: naming ``data``, for any bytes `to_bytes` did not write.
+            InvalidParameterError: naming ``data``, for any bytes `to_bytes` did not write (or
+                not signed with ``key``).
         """
         owner = "KDEFunction.from_bytes"
-        header, coefficients = unpack(data, _ENVELOPE, _KIND, "a KDEFunction", _DTYPE, owner)
+        key = check_key(key, owner)
+        header, coefficients = unpack(data, _ENVELOPE, _KIND, "a KDEFunction", _DTYPE, owner, key=key)
         n_users = header_field(header, "n_users", int, owner)
-        family = _family_from_spec(header_field(header, "family", dict, owner))
+        if not 1 <= n_users <= MAX_INT64:
+            raise invalid("data", owner, "a header 'n_users' in [1, 2^63 - 1]", n_users)
+        spec = header_field(header, "family", dict, owner)
         guarantee = _guarantee_from_spec(header.get("guarantee"), owner)
+        family = _family_from_spec(spec, max_public_draws, coefficients.shape)
         try:
             return cls(family, coefficients, n_users, guarantee)
         except InvalidParameterError as error:
@@ -175,12 +213,16 @@ def _family_spec(family: LSQFamily) -> dict[str, Any]:
     return {"class": name, "parameters": fields}
 
 
-def _family_from_spec(spec: dict[str, Any]) -> LSQFamily:
+def _family_from_spec(spec: dict[str, Any], max_public_draws: int, payload_shape: tuple[int, ...]) -> LSQFamily:
     owner = "KDEFunction.from_bytes"
     family_class = _FAMILIES.get(spec.get("class"))  # type: ignore[arg-type]
     parameters = spec.get("parameters")
     if family_class is None or not isinstance(parameters, dict) or set(spec) != {"class", "parameters"}:
         raise invalid("data", owner, f"a family header naming one of {sorted(_FAMILIES)}", spec.get("class"))
+    rows = payload_shape[0] if len(payload_shape) == 2 else None
+    if rows is None:
+        raise invalid("data", owner, "a 2-D coefficient payload", f"shape {payload_shape}")
+    check_loader_draws(parameters, max_public_draws, owner, n_repetitions=rows)  # before any public draw
     try:
         if issubclass(family_class, LSHFamily):
             return family_from_spec(parameters)

@@ -18,7 +18,7 @@ import numpy as np
 from scipy import stats
 
 from privsum._validation import check_array, check_integer, check_real, invalid
-from privsum.lsq.base import LSQFamily, Repetitions, check_common
+from privsum.lsq.base import MAX_PUBLIC_DRAWS, LSQFamily, Repetitions, check_common
 from privsum.lsq.hadamard import FastJLT
 from privsum.lsq.rff import _squared_distances, apply_projection, check_projection
 
@@ -108,6 +108,23 @@ class LSHFamily(LSQFamily):
     @abc.abstractmethod
     def collision_floor(self) -> float:
         """Probability that two points with different LSH codes land in the same bucket."""
+
+    def remove_floor(self, estimates: Any) -> np.ndarray:
+        """Unbiased kernel estimates from unbiased estimates of ``E[f(x)^T g(y)] = k + (1 - k) c``.
+
+        Returns ``(estimates - c) / (1 - c)`` with ``c`` the `collision_floor` (unchanged when
+        ``c = 0``): an affine map, so an unbiased estimate of the bucket-collision probability
+        becomes an unbiased estimate of the kernel ``k``; its standard deviation grows by
+        ``1 / (1 - c)``. The result can be negative where ``k`` is near 0 and the noise is large.
+
+        Examples:
+            >>> family = L2LSH(dimension=2, n_repetitions=1, n_buckets=4, seed=0)
+            >>> family.remove_floor(np.array([0.25, 1.0])).tolist()
+            [0.0, 1.0]
+        """
+        values = np.asarray(estimates, dtype=float)
+        floor = self.collision_floor
+        return values if floor == 0.0 else (values - floor) / (1.0 - floor)
 
     @abc.abstractmethod
     def hash_codes(self, points: Any, *, repetitions: Repetitions = None) -> np.ndarray:
@@ -460,6 +477,11 @@ class SignedRandomProjection(LSHFamily):
         check_common(self, owner)
         check_integer(self.n_bits, "n_bits", owner, low=1, high=_MAX_SRP_BITS)
         working = check_projection(self.projection, self.dimension, owner)
+        if not self.n_repetitions * self.n_bits * working <= MAX_PUBLIC_DRAWS:
+            bound = max(1, MAX_PUBLIC_DRAWS // (self.n_repetitions * working))
+            raise invalid(
+                "n_bits", owner, f"at most {bound} (n_repetitions * n_bits * dimension <= 2^27 public draws)", self.n_bits
+            )
         rng = np.random.default_rng(self.seed)
         object.__setattr__(self, "directions", rng.standard_normal((self.n_repetitions, self.n_bits, working)))
 

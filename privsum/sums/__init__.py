@@ -4,6 +4,10 @@
 * `CorrelatedNoiseSum`: correlated-noise integer sum (GKMPS21), with a numerical privacy check.
 * `MultiMessageSum`: additive shares plus discrete Laplace noise (BBGN20), the low-message baseline.
 * `ShuffledVectorSum`: vector sum with ``t`` sampled coordinates (Scott, Cormode & Maple; seed 003).
+* `SkellamVectorSum`: vector sum with L2 accounting: conditional rounding, divisible Skellam noise and
+  split-and-mix shares (Agarwal, Kairouz & Liu, NeurIPS 2021; Balle, Bell, Gascón & Nissim, CCS 2020).
+* `CentralGaussianVectorSum`, `ExactVectorSum`: the central Gaussian mechanism with L2 sensitivity
+  (Balle & Wang's exact calibration) and the exact sum, references for the shuffled vector sums.
 * `ClippedSum`, `ClippedVectorSum`, `SparseVectorAggregation`: instance-optimal clipped sums in one
   round (seed 004), with the central references `PrivateCentralClippedSum` and `CentralClippedSum`.
 """
@@ -15,6 +19,7 @@ from privsum.sums.blanket import (
     blanket_profile,
     blanket_variance_bound,
 )
+from privsum.sums.central_vector import CentralGaussianVectorSum, ExactVectorSum
 from privsum.sums.clipped import CentralClippedSum, ClippedSum, PrivateCentralClippedSum
 from privsum.sums.clipped_vector import ClippedVectorSum, SparseVectorAggregation
 from privsum.sums.correlated import CorrelatedNoiseSum, gkmps_parameters
@@ -25,25 +30,31 @@ from privsum.sums.multi_message import (
     divisible_laplace_epsilon,
     supported_security_bits,
 )
+from privsum.sums.skellam import SkellamVectorSum, conditional_rounding_l2_bound, skellam_tail
 from privsum.sums.vector import ShuffledVectorSum
 
 __all__ = [
     "MAX_MODULUS",
     "BlanketRealSum",
     "CentralClippedSum",
+    "CentralGaussianVectorSum",
     "ClippedSum",
     "ClippedVectorSum",
     "CorrelatedNoiseSum",
+    "ExactVectorSum",
     "MultiMessageSum",
     "PrivateCentralClippedSum",
     "ShuffledVectorSum",
+    "SkellamVectorSum",
     "SparseVectorAggregation",
     "analytic_blanket_epsilon",
     "analytic_blanket_probability",
     "blanket_profile",
     "blanket_variance_bound",
+    "conditional_rounding_l2_bound",
     "default_share_count",
     "divisible_laplace_epsilon",
     "gkmps_parameters",
+    "skellam_tail",
     "supported_security_bits",
 ]

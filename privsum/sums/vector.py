@@ -1,4 +1,4 @@
-"""Single-message-per-coordinate shuffled vector summation (Scott, Cormode & Maple 2021; seed 003)."""
+"""Single-message-per-coordinate shuffled vector summation (Scott, Cormode & Maple, BICOD 2021)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 import numpy as np
+from scipy import stats
 
 from privsum._random import RNGLike, as_generator
 from privsum._validation import check_array, check_choice, check_delta, check_epsilon, check_integer, check_probability, invalid
@@ -26,7 +27,19 @@ from privsum.sums.blanket import (
     tight_precision_and_probability,
 )
 
-__all__ = ["ShuffledVectorSum"]
+__all__ = ["ESTIMATORS", "ShuffledVectorSum"]
+
+#: How `ShuffledVectorSum.analyze` turns each coordinate's debiased reports into an estimate of its sum.
+ESTIMATORS = ("report_count", "sampling_rate")
+
+
+def _expected_inverse_count(n: int, rate: float) -> float:
+    """``E[1/c; c >= 1]`` for ``c ~ Binomial(n, rate)``, summed over the counts holding all but ~1e-300 of the mass."""
+    if rate == 1.0:
+        return 1.0 / n
+    half_width = 40.0 * math.sqrt(n * rate * (1 - rate)) + 40.0
+    counts = np.arange(max(1, math.floor(n * rate - half_width)), min(n, math.ceil(n * rate + half_width)) + 1)
+    return float(stats.binom.pmf(counts, n, rate) @ (1.0 / counts))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,12 +48,15 @@ class ShuffledVectorSum(ShuffleProtocol):
 
     Each user samples ``t`` of the ``d`` coordinates uniformly without replacement, randomly
     rounds each sampled value to ``{0, ..., k}``, replaces it by a uniform value with probability
-    ``gamma`` (k-ary randomized response, seed 003 Algorithm 1) and sends the ``t`` pairs
+    ``gamma`` (k-ary randomized response, Algorithm 1 of Scott, Cormode & Maple) and sends the ``t`` pairs
     ``(coordinate, value)``. A message's coordinate is its instance tag, so the analyzer's view is
     a ``(d, k+1)`` histogram. The analyzer debiases each coordinate,
     ``DeBias_j = (S_j - gamma c_j / 2) / (1 - gamma)`` with ``c_j`` reports summing to ``S_j``
-    (values divided by ``k``; seed 003 Algorithm 3), and scales by ``d / t`` so that the estimate
-    of ``sum_i x_i`` is unbiased.
+    (values divided by ``k``; Scott, Cormode & Maple, Algorithm 3). With ``estimator="report_count"``
+    (the default, the paper's estimator) it divides by the coordinate's own report count:
+    ``DeBias_j / c_j`` estimates the mean of coordinate ``j``, times the ``n`` users in the view for
+    the sum. ``estimator="sampling_rate"`` scales by ``d / t`` instead (Horvitz-Thompson: exactly
+    unbiased, but it adds the variance of the report counts, up to several times the error).
 
     Args:
         n_users: users the guarantee is calibrated for (fewer warn, more are accepted: see Privacy).
@@ -50,16 +66,18 @@ class ShuffledVectorSum(ShuffleProtocol):
         blanket_probability: ``gamma``.
         delta: the delta of the headline guarantee.
         accounting: ``"tight"`` (``t = 1`` only: exact dominating-pair profile of `blanket_profile`
-            with ``d (k + 1)`` message values) or ``"analytic"`` (seed 003 Theorem 4.1 / section 4.5).
+            with ``d (k + 1)`` message values) or ``"analytic"`` (Scott, Cormode & Maple, Theorem 4.1 and section 4.5).
         symmetric: inputs are in ``[-1, 1]^d`` and are mapped by ``(1 + x) / 2``; the estimate is
             mapped back.
         clip: clip inputs to the domain instead of raising on values outside it.
+        estimator: ``"report_count"`` (divide by each coordinate's report count) or
+            ``"sampling_rate"`` (scale by ``d / t``); a post-processing choice, the guarantee is the same.
 
     Privacy:
         Replace-one (a user's whole vector changes), on the shuffled multiset; trusted shuffler.
         ``t = 1`` is the scalar blanket over ``d (k + 1)`` message values (the coordinate is the
         user's own uniform randomness, so an input is a mixture of point inputs and the argument
-        of `blanket_profile` applies verbatim). ``t > 1``: the analytic bound only (seed 003 uses
+        of `blanket_profile` applies verbatim). ``t > 1``: the analytic bound only (Scott, Cormode & Maple use
         advanced composition over the ``t`` messages; the library has no exact profile for it).
 
         Participation: the randomizer does not depend on ``n``. **More** users than ``n_users``
@@ -69,14 +87,19 @@ class ShuffledVectorSum(ShuffleProtocol):
         `event_for_participants` evaluates the same accounting at the smaller ``n``.
 
     Utility:
-        Unbiased. `variance` gives the per-coordinate variance (exact for given inputs, or a
-        worst-case bound); `normalised_mse_bound` is seed 003's Theorem 4.6 bound on the error of
+        ``"report_count"``: unbiased given that the coordinate received a report (given ``c_j >= 1``
+        the reporting users are a uniform sample of size ``c_j``, so ``DeBias_j / c_j`` is unbiased
+        for the coordinate's mean); a coordinate with no report (probability ``(1 - t/d)^n``) is
+        estimated at the centre of the domain. ``"sampling_rate"``: unbiased. `variance` gives the
+        per-coordinate variance of the chosen estimator (exact for given inputs, averaging over the
+        binomial report count, or a worst-case bound); `normalised_mse_bound` is Scott, Cormode &
+        Maple's Theorem 4.6 bound on the error of
         the debiased *sampled* sums, normalised by ``(n/d)^2``: ``O(d^{8/3} t n^{-5/3})`` at the
         best ``k``.
 
     References:
         Scott, Cormode & Maple, "Applying the shuffle model of differential privacy to vector
-        aggregation", BICOD 2021 (seed 003); Balle, Bell, Gascón & Nissim, CRYPTO 2019.
+        aggregation", BICOD 2021; Balle, Bell, Gascón & Nissim, CRYPTO 2019.
 
     Examples:
         >>> protocol = ShuffledVectorSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=20_000, dimension=4)
@@ -97,6 +120,7 @@ class ShuffledVectorSum(ShuffleProtocol):
     accounting: str = "tight"
     symmetric: bool = False
     clip: bool = False
+    estimator: str = "report_count"
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
@@ -107,6 +131,7 @@ class ShuffledVectorSum(ShuffleProtocol):
         check_probability(self.blanket_probability, "blanket_probability", owner, allow_zero=False)
         check_delta(self.delta, owner, allow_zero=False)
         check_choice(self.accounting, "accounting", owner, CALIBRATIONS)
+        check_choice(self.estimator, "estimator", owner, ESTIMATORS)
         for name in ("symmetric", "clip"):
             if not isinstance(getattr(self, name), bool):
                 raise invalid(name, owner, "a bool", getattr(self, name))
@@ -130,6 +155,7 @@ class ShuffledVectorSum(ShuffleProtocol):
         samples: int = 1,
         symmetric: bool = False,
         clip: bool = False,
+        estimator: str = "report_count",
     ) -> ShuffledVectorSum:
         """The protocol meeting ``(epsilon, delta)`` for ``n_users`` vectors of ``dimension`` coordinates.
 
@@ -139,11 +165,12 @@ class ShuffledVectorSum(ShuffleProtocol):
             n_users: number of users.
             dimension: ``d``.
             calibration: ``"tight"`` (``samples = 1`` only) or ``"analytic"``.
-            precision: ``k``; ``None`` chooses it (analytic: minimises seed 003's MSE bound; tight:
+            precision: ``k``; ``None`` chooses it (analytic: minimises the paper's MSE bound; tight:
                 minimises the worst-case variance with the tight ``gamma``).
             samples: ``t``.
             symmetric: see the class.
             clip: see the class.
+            estimator: see the class.
         """
         owner = f"{cls.__name__}.from_privacy"
         epsilon = check_epsilon(epsilon, owner)
@@ -152,6 +179,7 @@ class ShuffledVectorSum(ShuffleProtocol):
         dimension = check_integer(dimension, "dimension", owner, low=1)
         samples = check_integer(samples, "samples", owner, low=1, high=dimension)
         calibration = check_choice(calibration, "calibration", owner, CALIBRATIONS)
+        estimator = check_choice(estimator, "estimator", owner, ESTIMATORS)
         common = {
             "n_users": n_users,
             "dimension": dimension,
@@ -159,6 +187,7 @@ class ShuffledVectorSum(ShuffleProtocol):
             "samples": samples,
             "symmetric": symmetric,
             "clip": clip,
+            "estimator": estimator,
         }
         if calibration == "tight":
             if samples != 1:
@@ -256,7 +285,42 @@ class ShuffledVectorSum(ShuffleProtocol):
         return self.samples / self.dimension
 
     def variance(self, x: Any = None) -> np.ndarray:
-        """Per-coordinate variance of the estimate of ``sum_i x_i``: exact for inputs ``x``, else a worst-case bound."""
+        """Per-coordinate variance of the estimate of ``sum_i x_i``: exact for inputs ``x``, else a worst-case bound.
+
+        For ``"report_count"`` the variance given ``c_j = c >= 1`` reports is
+        ``n^2 (mean_i sigma_i^2 / ((1 - gamma)^2 c) + (1/c - 1/n) s^2)`` (noise of the ``c`` reports
+        plus sampling ``c`` of the ``n`` values without replacement, ``s^2`` their sample variance);
+        it is averaged over ``c ~ Binomial(n, t/d)``, with the centre-of-domain estimate at ``c = 0``.
+        """
+        if self.estimator == "sampling_rate":
+            return self._sampling_rate_variance(x)
+        k, gamma = self.precision, self.blanket_probability
+        if x is None:
+            n = self.n_users
+            report_variance = np.full(self.dimension, (1 - gamma) / (4 * k**2) + gamma * (2 * k + 1) / (6 * k) - gamma**2 / 4)
+            spread = np.full(self.dimension, n / (4 * (n - 1)))
+            offset = np.full(self.dimension, 0.5)
+        else:
+            values = self._unit_inputs(x)
+            n = values.shape[0]
+            report_variance = self._report_variances(values).mean(axis=0)
+            spread = values.var(axis=0, ddof=1) if n > 1 else np.zeros(self.dimension)
+            offset = values.mean(axis=0) - 0.5
+        rate = self._sampling_rate()
+        empty = float(stats.binom.pmf(0, n, rate))
+        inverse = _expected_inverse_count(n, rate)
+        given_reports = n**2 * (report_variance * inverse / (1 - gamma) ** 2 + (inverse - (1 - empty) / n) * spread)
+        between = empty * (1 - empty) * (n * offset) ** 2  # c = 0 estimates the centre, n/2, not n * mean
+        return (given_reports + between) * (4.0 if self.symmetric else 1.0)
+
+    def _report_variances(self, values: np.ndarray) -> np.ndarray:
+        """Variance of one report ``y / k`` of each value (randomized rounding, then the blanket)."""
+        k, gamma = self.precision, self.blanket_probability
+        fraction = values * k - np.floor(values * k)
+        second = (1 - gamma) * (values**2 + fraction * (1 - fraction) / k**2) + gamma * (2 * k + 1) / (6 * k)
+        return second - ((1 - gamma) * values + gamma / 2) ** 2
+
+    def _sampling_rate_variance(self, x: Any) -> np.ndarray:
         k, gamma, rate = self.precision, self.blanket_probability, self._sampling_rate()
         uniform_second_moment = (2 * k + 1) / (6 * k)
         scale = (1 / rate) ** 2 / (1 - gamma) ** 2 * (4.0 if self.symmetric else 1.0)
@@ -274,7 +338,7 @@ class ShuffledVectorSum(ShuffleProtocol):
         return per_user.sum(axis=0) * scale
 
     def normalised_mse_bound(self) -> float:
-        """Seed 003 Theorem 4.6: ``t d^2 (1/(4k^2) + gamma/4) / (n (1 - gamma)^2)``.
+        """Scott, Cormode & Maple, Theorem 4.6: ``t d^2 (1/(4k^2) + gamma/4) / (n (1 - gamma)^2)``.
 
         A bound on ``E||DeBias - (true sums of the sampled values)||^2 (d/n)^2`` -- the error of the
         debiased sampled sums, normalised by the expected reports per coordinate (``n/d`` for t = 1).
@@ -336,19 +400,28 @@ class ShuffledVectorSum(ShuffleProtocol):
         return MessageHistogram(counts.reshape(self.dimension, width), self.alphabet)
 
     def debiased_sampled_sums(self, view: MessageHistogram | MessageBatch) -> np.ndarray:
-        """Seed 003's ``DeBias`` per coordinate: an unbiased estimate of the sum of the *reported* coordinates' values."""
+        """Scott, Cormode & Maple's ``DeBias`` per coordinate: unbiased for the sum of the reported values."""
         counts = self.view(view).counts
         reports = counts.sum(axis=1)
         total = counts @ np.arange(self.precision + 1) / self.precision
         return (total - self.blanket_probability * reports / 2) / (1 - self.blanket_probability)
 
     def analyze(self, view: MessageHistogram | MessageBatch) -> np.ndarray:
-        """Unbiased estimate of ``sum_i x_i`` (shape ``(d,)``): ``d / t`` times the debiased sampled sums.
+        """Estimate of ``sum_i x_i`` (shape ``(d,)``) with the protocol's `estimator`.
 
-        Symmetric inputs are mapped back with the number of users the view holds (messages / ``t``).
+        ``"report_count"``: ``n DeBias_j / c_j`` (``n/2`` where ``c_j = 0``); ``"sampling_rate"``:
+        ``(d / t) DeBias_j``. The number of users ``n`` is read from the view (messages / ``t``);
+        symmetric inputs are mapped back with it.
         """
         histogram = self.view(view)
-        estimate = self.debiased_sampled_sums(histogram) / self._sampling_rate()
-        if self.symmetric:  # every user sends exactly t messages: the view counts the users
-            return 2.0 * estimate - histogram.total_messages / self.samples
+        users = histogram.total_messages / self.samples  # every user sends exactly t messages
+        debiased = self.debiased_sampled_sums(histogram)
+        if self.estimator == "sampling_rate":
+            estimate = debiased / self._sampling_rate()
+        else:
+            reports = histogram.counts.sum(axis=1)
+            means = np.divide(debiased, reports, out=np.full(self.dimension, 0.5), where=reports > 0)
+            estimate = users * means
+        if self.symmetric:
+            return 2.0 * estimate - users
         return estimate

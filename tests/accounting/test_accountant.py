@@ -6,6 +6,7 @@ from privsum import BudgetExceededError, InvalidParameterError
 from privsum.accounting import (
     ComposedEvent,
     GuaranteeEvent,
+    Neighbouring,
     ParallelEvent,
     PrivacyAccountant,
     PrivacyGuarantee,
@@ -116,3 +117,61 @@ def test_discrete_gaussian_event_composes_by_its_exact_pld():
 def test_parallel_event_refuses_anything_but_events_naming_them(events):
     with pytest.raises(InvalidParameterError, match="'events'"):
         ParallelEvent(events)
+
+
+# --- a newcomer's first hour: delta floor, PrivacyGuarantee in compose, repr, spellings ---
+
+
+def test_delta_below_the_composed_floor_warns_and_names_it():
+    import warnings as _warnings
+
+    from privsum.exceptions import DeltaFloorWarning
+
+    accountant = PrivacyAccountant()
+    accountant.compose(PrivacyGuarantee(1.0, 1e-6), count=11)
+    assert accountant.min_delta(method="basic") == pytest.approx(1.1e-5, rel=1e-12)
+    floor = accountant.min_delta()
+    assert 1e-5 < floor <= 1.1e-5  # PLD: 1 - (1 - 1e-6)^11
+    with pytest.warns(DeltaFloorWarning, match=r"floor of 1\.09999e-05.*min_delta"):
+        assert accountant.epsilon(1e-6) == math.inf
+    with _warnings.catch_warnings():
+        _warnings.simplefilter("error", DeltaFloorWarning)
+        assert math.isfinite(accountant.epsilon(1.2e-5))  # above the floor: finite, no warning
+        assert accountant.epsilon(1.2e-5, method="basic") == pytest.approx(11.0)
+
+
+def test_min_delta_of_pure_and_empty_ledgers():
+    accountant = PrivacyAccountant()
+    assert accountant.min_delta() == 0.0
+    accountant.compose(PrivacyGuarantee(0.5, 0.0), count=3)
+    assert accountant.min_delta() == 0.0
+    accountant.compose(PrivacyGuarantee(math.inf, 0.0))
+    assert accountant.min_delta() == 1.0
+
+
+def test_compose_accepts_a_guarantee_and_refuses_other_things():
+    accountant = PrivacyAccountant()
+    entry = accountant.compose(PrivacyGuarantee(0.5, 1e-7), count=2)
+    assert entry.event == GuaranteeEvent(PrivacyGuarantee(0.5, 1e-7))
+    assert accountant.epsilon(1e-5, method="basic") == pytest.approx(1.0)
+    with pytest.raises(InvalidParameterError, match="'event'.*PrivacyGuarantee"):
+        accountant.compose((0.5, 1e-7))
+    with pytest.raises(InvalidParameterError, match="'event'"):
+        accountant.compose(PrivacyGuarantee(0.5, 1e-7, "add-remove"))
+
+
+def test_accountant_repr_is_informative():
+    accountant = PrivacyAccountant(budget=PrivacyGuarantee(3.0, 1e-6))
+    accountant.compose(PrivacyGuarantee(0.1, 0.0), count=4)
+    text = repr(accountant)
+    assert "neighbouring='replace-one'" in text and "entries=1" in text and "releases=4" in text and "(3, 1e-06)" in text
+
+
+def test_neighbouring_spellings_are_aliases():
+    assert PrivacyAccountant(neighboring="add_remove").neighbouring is Neighbouring.ADD_REMOVE
+    assert PrivacyAccountant(neighbouring="Replace_One").neighbouring is Neighbouring.REPLACE_ONE
+    assert PrivacyGuarantee(1.0, 0.0, "zero_out").neighbouring is Neighbouring.ZERO_OUT
+    with pytest.raises(InvalidParameterError, match="'neighboring'"):
+        PrivacyAccountant(neighbouring="add-remove", neighboring="zero-out")
+    with pytest.raises(InvalidParameterError, match="'neighbouring'"):
+        Neighbouring.parse("add-or-remove")

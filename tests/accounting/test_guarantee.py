@@ -6,10 +6,24 @@ from privsum import InvalidParameterError
 from privsum.accounting import GuaranteeEvent, Neighbouring, PrivacyGuarantee, RelationEvent, ThreatModel, zero_out_to_replace_one
 
 
-@pytest.mark.parametrize("epsilon", [math.nan, -1.0, 0.0, -math.inf, "1", None, True])
+@pytest.mark.parametrize("epsilon", [math.nan, -1.0, -1e-300, -math.inf, "1", None, True, 10**400, -(10**400)])
 def test_invalid_epsilon_raises_naming_it(epsilon):
-    with pytest.raises(InvalidParameterError, match="'epsilon' parameter of PrivacyGuarantee"):
+    with pytest.raises(
+        InvalidParameterError, match="'epsilon' parameter of PrivacyGuarantee must be a real number in \\[0, inf\\) or inf"
+    ):
         PrivacyGuarantee(epsilon, 1e-6)
+
+
+@pytest.mark.parametrize("delta", [0.0, 1e-6, 0.5])
+def test_zero_epsilon_is_reportable(delta):
+    """A mechanism whose output law does not depend on the data (up to delta) is (0, delta)-DP."""
+    guarantee = PrivacyGuarantee(0, delta)
+    assert guarantee.epsilon == 0.0 and guarantee.is_finite
+    assert GuaranteeEvent(guarantee).pld().epsilon(max(delta, 1e-9)) <= 1e-3  # numerical accounting accepts it too
+
+
+def test_a_composed_guarantee_may_exceed_the_calibration_maximum():
+    assert PrivacyGuarantee(1e6, 0.0).epsilon == 1e6
 
 
 @pytest.mark.parametrize("delta", [math.nan, -1e-9, 1.0, 2.0, math.inf])

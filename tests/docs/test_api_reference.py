@@ -62,4 +62,42 @@ def test_site_check_accepts_a_complete_site(check_site, tmp_path):
         path = tmp_path / required
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text('<div class="highlight"><code><span class="kn">import</span></code></div>', encoding="utf-8")
+    for asset in check_site.MATH_ASSETS:
+        (tmp_path / asset).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / asset).write_text("/* asset */", encoding="utf-8")
     assert check_site.site_problems(tmp_path) == []
+
+
+def test_site_check_catches_math_without_katex_and_private_bases(check_site, tmp_path):
+    (tmp_path / "page").mkdir()
+    (tmp_path / "page" / "index.html").write_text('<span class="arithmatex">\\(x\\)</span>', encoding="utf-8")
+    (tmp_path / "remote.html").write_text(
+        '<script src="https://cdn.jsdelivr.net/npm/katex/dist/katex.min.js"></script><span class="arithmatex"></span>',
+        encoding="utf-8",
+    )
+    (tmp_path / "api" / "bitsum").mkdir(parents=True)
+    (tmp_path / "api" / "bitsum" / "index.html").write_text(
+        '<p>Bases: <code><span title="privsum.bitsum.rr._FlippedReports">_FlippedReports</span></code></p>', encoding="utf-8"
+    )
+    problems = check_site.site_problems(tmp_path)
+    assert "page/index.html has math but does not load KaTeX" in problems
+    assert "remote.html loads math from the network" in problems
+    assert "api/bitsum/index.html names a private base class" in problems
+    assert any(problem.startswith("math asset not in the site") for problem in problems)
+
+
+def test_mkdocs_hook_replaces_private_bases_by_public_ancestors():
+    spec = importlib.util.spec_from_file_location("mkdocs_hooks", ROOT / "scripts" / "mkdocs_hooks.py")
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    html = '<p>Bases: <code><span title="privsum.bitsum.rr._FlippedReports">_FlippedReports</span></code></p>'
+    cleaned = hooks.on_post_page(html)
+    assert "_FlippedReports" not in cleaned and ">BitSumProtocol</span>" in cleaned
+    assert hooks.on_post_page("<p>no bases here</p>") == "<p>no bases here</p>"
+
+
+def test_mkdocs_config_has_grouped_nav_and_no_invented_repository():
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    assert "repo_url" not in config
+    for group in ("Learn", "Protocols", "Applications", "Guarantees", "Reference", "Project"):
+        assert f"\n  - {group}:\n" in config

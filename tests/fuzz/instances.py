@@ -9,6 +9,7 @@ import numpy as np
 from privsum.accounting import (
     ComposedEvent,
     DiscreteGaussianEvent,
+    GaussianEvent,
     GuaranteeEvent,
     ParallelEvent,
     PrivacyAccountant,
@@ -16,6 +17,7 @@ from privsum.accounting import (
     PrivacyProfile,
     ProfileEvent,
     RelationEvent,
+    SkellamEvent,
     WorstCaseProfile,
 )
 from privsum.apps import ShuffledKDEClassifier
@@ -43,12 +45,15 @@ from privsum.sketches import RACE, RACEClassifier, RACELinearRegression
 from privsum.sums import (
     BlanketRealSum,
     CentralClippedSum,
+    CentralGaussianVectorSum,
     ClippedSum,
     ClippedVectorSum,
     CorrelatedNoiseSum,
+    ExactVectorSum,
     MultiMessageSum,
     PrivateCentralClippedSum,
     ShuffledVectorSum,
+    SkellamVectorSum,
     SparseVectorAggregation,
 )
 
@@ -94,6 +99,11 @@ ENTRY_POINTS = (
     "user_message_counts",
     "local_reports",
     "dominates",
+    "round_vectors",
+    "decode",
+    "bias_bound",
+    "wrap_probability",
+    "rdp",
 )
 
 #: ``name: (class, valid keyword arguments)`` for every public class that can be built directly.
@@ -105,6 +115,8 @@ CONSTRUCTORS: dict[str, tuple[type, dict[str, Any]]] = {
     "ParallelEvent": (ParallelEvent, {"events": (GuaranteeEvent(GUARANTEE),) * 2, "parts_per_user": 1}),
     "RelationEvent": (RelationEvent, {"event": GuaranteeEvent(GUARANTEE), "relation": "zero-out"}),
     "DiscreteGaussianEvent": (DiscreteGaussianEvent, {"sigma": 5.0, "headline": PrivacyGuarantee(1.0, 1e-3)}),
+    "GaussianEvent": (GaussianEvent, {"sigma": 8.5, "sensitivity": 2.0, "headline": PrivacyGuarantee(1.0, 1e-6)}),
+    "SkellamEvent": (SkellamEvent, {"mu": 50.0, "l2_sensitivity": 2.0, "l1_sensitivity": 4.0, "headline_delta": 1e-6}),
     "PrivacyProfile": (PrivacyProfile, {"p": [0.5, 0.5], "q": [0.25, 0.75]}),
     "WorstCaseProfile": (WorstCaseProfile, {"profiles": [PROFILE]}),
     "PrivacyAccountant": (PrivacyAccountant, {}),
@@ -127,6 +139,19 @@ CONSTRUCTORS: dict[str, tuple[type, dict[str, Any]]] = {
         ShuffledVectorSum,
         {"n_users": N, "dimension": 2, "precision": 2, "blanket_probability": 0.5, "delta": 1e-6},
     ),
+    "SkellamVectorSum": (
+        SkellamVectorSum,
+        {
+            "n_users": N,
+            "dimension": 2,
+            "norm_bound": 1.0,
+            "scale": 8.0,
+            "noise_mu": 500.0,
+            "n_shares": 30,
+            "modulus": 2**12,
+            "delta": 1e-5,
+        },
+    ),
     "L2LSH": (L2LSH, {"dimension": 2, "n_repetitions": 4, "bucket_width": 1.0, "n_buckets": 8}),
     "RandomFourierFeatures": (RandomFourierFeatures, {"dimension": 2, "n_repetitions": 4}),
     "RandomSigns": (RandomSigns, {"dimension": 2, "n_repetitions": 4}),
@@ -136,9 +161,12 @@ CONSTRUCTORS: dict[str, tuple[type, dict[str, Any]]] = {
     "RandomizedHadamard": (RandomizedHadamard, {"dimension": 4}),
     "RACE": (RACE, {"family": LSH}),
     "KDEFunction": (KDEFunction, {"family": RFF, "coefficients": np.zeros((4, 1)), "n_users": N}),
-    "RACEClassifier": (RACEClassifier, {"family": LSH, "classes": [0, 1], "epsilon": 1.0, "sampler": "numpy", "random_state": 0}),
-    "RACELinearRegression": (RACELinearRegression, {"n_rows": 8, "epsilon": 1.0, "sampler": "numpy", "random_state": 0}),
-    "CentralClippedSum": (CentralClippedSum, {"epsilon": 1.0, "clipping_bound": 4, "sampler": "numpy"}),
+    "RACEClassifier": (
+        RACEClassifier,
+        {"family": LSH, "classes": [0, 1], "epsilon": 1.0, "noise_source": "numpy", "random_state": 0},
+    ),
+    "RACELinearRegression": (RACELinearRegression, {"n_rows": 8, "epsilon": 1.0, "noise_source": "numpy", "random_state": 0}),
+    "CentralClippedSum": (CentralClippedSum, {"epsilon": 1.0, "clipping_bound": 4, "noise_source": "numpy"}),
     "PrivateCentralClippedSum": (PrivateCentralClippedSum, {"epsilon": 1.0, "domain": 16}),
     "ShuffledKDEClassifier": (
         ShuffledKDEClassifier,
@@ -159,12 +187,21 @@ FROM_PRIVACY_ARGUMENTS: dict[str, tuple[type, dict[str, Any]]] = {
     "CorrelatedNoiseSum": (CorrelatedNoiseSum, {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "domain": 2}),
     "MultiMessageSum": (MultiMessageSum, {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "domain": 2}),
     "ShuffledVectorSum": (ShuffledVectorSum, {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "dimension": 2}),
+    "SkellamVectorSum": (
+        SkellamVectorSum,
+        {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "dimension": 2, "norm_bound": 1.0},
+    ),
     "ClippedSum": (ClippedSum, {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "domain": 16}),
     "ClippedVectorSum": (
         ClippedVectorSum,
         {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "dimension": 2, "radius": 1.0, "levels": 16},
     ),
     "SparseVectorAggregation": (SparseVectorAggregation, {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "dimension": 4}),
+    "CentralGaussianVectorSum": (
+        CentralGaussianVectorSum,
+        {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "dimension": 2, "norm_bound": 1.0},
+    ),
+    "ExactVectorSum": (ExactVectorSum, {"n_users": N, "dimension": 2, "norm_bound": 1.0}),
     "ShuffledKDE": (
         ShuffledKDE,
         {"family": RFF, "protocol": RRBitSum, "epsilon": 4.0, "delta": 1e-6, "n_users": N},
@@ -180,7 +217,7 @@ def valid_instances() -> dict[str, Any]:
         instances[f"{name}.from_privacy"] = cls.from_privacy(**kwargs)
     points = np.random.default_rng(0).normal(size=(N, 2)) / 3
     instances["RACE"] = RACE(LSH).update(points)
-    instances["ReleasedRACE"] = instances["RACE"].release(1.0, sampler="numpy", rng=0)
+    instances["ReleasedRACE"] = instances["RACE"].release(1.0, noise_source="numpy", rng=0)
     instances["KDEFunction.released"] = instances["ShuffledKDE"].run(np.clip(points, -1, 1), rng=0)
     labels = np.arange(N) % 2
     instances["RACEClassifier.fitted"] = RACEClassifier(**CONSTRUCTORS["RACEClassifier"][1]).fit(points, labels)

@@ -392,3 +392,35 @@ def test_fewer_participants_keep_the_coefficients_unbiased() -> None:
     variance = 4 * kde.family.bound**2 * (float(kde.bitsum.variance()) * 30 / 80 + 30 * 0.25)
     for j in range(coefficients.shape[1]):
         assert_mean(coefficients[:, j], float(exact[j]), variance=variance)
+
+
+@pytest.mark.parametrize("name", ["exact", "3nb"])
+def test_debiased_lsh_estimate_is_unbiased_for_the_collision_kernel(name: str) -> None:
+    """With folded L2-LSH the estimate targets k + (1 - k)/Q; ``debias=True`` targets the kernel k itself."""
+    points = unit_points(N_USERS, 3)
+    queries = unit_points(3, 4) * 0.5
+    buckets = 4  # a large floor (1/4) makes the difference visible
+    kernel = L2LSH(dimension=DIMENSION, n_repetitions=1, n_buckets=buckets, bucket_width=1.0, seed=0).kernel(points, queries)
+    exact = kernel.mean(axis=0)
+    generator = np.random.default_rng(6)
+    raw, debiased = [], []
+    for seed in range(400):
+        family = L2LSH(dimension=DIMENSION, n_repetitions=4, n_buckets=buckets, bucket_width=1.0, seed=seed)
+        released = ShuffledKDE(family=family, bitsum=BITSUMS[name](N_USERS), delta=1e-6).run(points, rng=generator)
+        raw.append(released(queries))
+        debiased.append(released(queries, debias=True))
+    raw, debiased = np.array(raw), np.array(debiased)
+    np.testing.assert_allclose(debiased, (raw - 1 / buckets) / (1 - 1 / buckets))
+    for column in range(queries.shape[0]):
+        assert_mean(debiased[:, column], exact[column], alpha=1e-6 / (2 * queries.shape[0]))
+        assert_mean(raw[:, column], exact[column] + (1 - exact[column]) / buckets, alpha=1e-6 / (2 * queries.shape[0]))
+    assert np.all(np.abs(raw.mean(axis=0) - exact) > 0.1)  # the floor is a real bias here (at least 0.1 off)
+
+
+def test_debias_leaves_families_without_a_floor_unchanged_and_is_validated() -> None:
+    points = unit_points(50, 1)
+    released = ShuffledKDE(family=rff(4), bitsum=BITSUMS["exact"](50), delta=1e-6).run(points, rng=0)
+    queries = unit_points(5, 2)
+    np.testing.assert_array_equal(released(queries, debias=True), released(queries))
+    with pytest.raises(InvalidParameterError, match="'debias'"):
+        released(queries, debias=1)

@@ -20,7 +20,7 @@ SKETCH = RACE(FAMILY).update(np.random.default_rng(0).normal(size=(N_POINTS, 2))
 @pytest.mark.parametrize(("relation", "per_row"), [("add-remove", 1), ("replace-one", 2)])
 @pytest.mark.parametrize("epsilon", [0.5, 4.0])
 def test_noise_scale_and_variance_per_counter(relation, per_row, epsilon):
-    released = SKETCH.release(epsilon, neighbouring=relation, sampler="numpy", rng=17)
+    released = SKETCH.release(epsilon, neighbouring=relation, noise_source="numpy", rng=17)
     scale = per_row * ROWS / epsilon
     assert released.noise_scale == pytest.approx(scale)
     noise = (released.counts - SKETCH.counts).ravel()
@@ -36,7 +36,7 @@ def test_noise_scale_and_variance_per_counter(relation, per_row, epsilon):
 
 
 def test_noise_follows_the_discrete_laplace_pmf():
-    released = SKETCH.release(20.0, sampler="numpy", rng=3)  # scale 5
+    released = SKETCH.release(20.0, noise_source="numpy", rng=3)  # scale 5
     noise = (released.counts - SKETCH.counts).ravel()
     support = np.arange(-200, 201)
     assert_matches_pmf(noise, support, discrete_laplace_pmf(support, math.exp(-1 / 5)))
@@ -57,15 +57,15 @@ def test_opendp_sampler_noise_variance():
 
 
 def test_noise_comes_from_rng_at_call_time_and_differs_between_releases():
-    first = SKETCH.release(1.0, sampler="numpy", rng=5)
-    assert np.array_equal(first.counts, SKETCH.release(1.0, sampler="numpy", rng=5).counts)
-    assert not np.array_equal(first.counts, SKETCH.release(1.0, sampler="numpy", rng=6).counts)
+    first = SKETCH.release(1.0, noise_source="numpy", rng=5)
+    assert np.array_equal(first.counts, SKETCH.release(1.0, noise_source="numpy", rng=5).counts)
+    assert not np.array_equal(first.counts, SKETCH.release(1.0, noise_source="numpy", rng=6).counts)
     assert not np.array_equal(first.counts, SKETCH.counts)
     assert not hasattr(first, "n_updates") and not hasattr(first, "rng")
 
 
 def test_released_sketch_carries_its_event_and_cannot_be_noised_again():
-    released = SKETCH.release(2.0, neighbouring="replace-one", sampler="numpy", rng=1)
+    released = SKETCH.release(2.0, neighbouring="replace-one", noise_source="numpy", rng=1)
     assert released.event == GuaranteeEvent(PrivacyGuarantee(2.0, 0.0, Neighbouring.REPLACE_ONE))
     accountant = PrivacyAccountant()
     accountant.compose(released.event)
@@ -81,7 +81,7 @@ def test_released_sketch_carries_its_event_and_cannot_be_noised_again():
 def test_released_estimates_are_unbiased_over_the_noise():
     queries = np.array([[0.0, 0.0], [1.5, -0.5]])
     raw = SKETCH.estimate(queries)
-    draws = np.array([SKETCH.release(1.0, sampler="numpy", rng=seed).estimate(queries) for seed in range(300)])
+    draws = np.array([SKETCH.release(1.0, noise_source="numpy", rng=seed).estimate(queries) for seed in range(300)])
     for query in range(2):
         assert_mean(draws[:, query], float(raw[query]))
 
@@ -99,7 +99,7 @@ def test_a_released_sketch_rejects_a_scale_that_does_not_match_its_guarantee():
         ({"epsilon": float("nan")}, "epsilon"),
         ({"epsilon": 1.0, "neighbouring": "swap"}, "neighbouring"),
         ({"epsilon": 1.0, "neighbouring": "zero-out"}, "neighbouring"),  # a sketch has no null point
-        ({"epsilon": 1.0, "sampler": "torch"}, "sampler"),
+        ({"epsilon": 1.0, "noise_source": "torch"}, "noise_source"),
     ],
 )
 def test_release_validation(arguments, name):

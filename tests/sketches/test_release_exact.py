@@ -73,7 +73,7 @@ def counters_changed_by_one_user(relation: str) -> int:
 @pytest.mark.parametrize(("relation", "per_row"), RELATIONS)
 @pytest.mark.parametrize("epsilon", [0.5, 2.0])
 def test_one_counter_spends_exactly_its_share_of_epsilon(relation, per_row, epsilon):
-    scale = SKETCH.release(epsilon, neighbouring=relation, sampler="numpy", rng=0).noise_scale
+    scale = SKETCH.release(epsilon, neighbouring=relation, noise_source="numpy", rng=0).noise_scale
     share = epsilon / (per_row * ROWS)  # the per-counter budget the scale implies: R (or 2R) counters change
     profile = one_counter_profile(scale)
     assert profile.delta(share) <= 1e-12  # only the truncated tails, counted as infinite loss
@@ -84,7 +84,7 @@ def test_one_counter_spends_exactly_its_share_of_epsilon(relation, per_row, epsi
 @pytest.mark.parametrize(("relation", "per_row"), RELATIONS)
 @pytest.mark.parametrize("epsilon", [0.5, 2.0])
 def test_the_whole_release_is_epsilon_dp_and_no_better(relation, per_row, epsilon):
-    scale = SKETCH.release(epsilon, neighbouring=relation, sampler="numpy", rng=0).noise_scale
+    scale = SKETCH.release(epsilon, neighbouring=relation, noise_source="numpy", rng=0).noise_scale
     sensitivity = per_row * ROWS  # counters a user can change, each by at most 1
     n_changed = counters_changed_by_one_user(relation)
     assert n_changed <= sensitivity  # replace-one: two counters per row unless the two points collide in that row

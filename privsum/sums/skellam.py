@@ -1,0 +1,685 @@
+"""Shuffled vector sum with L2 accounting: conditional rounding, divisible Skellam noise, split-and-mix shares.
+
+Each user scales its vector by ``gamma``, rounds it to an integer vector whose L2 norm is at most
+``Delta_2`` (conditional randomized rounding), adds its share ``Pois(mu/n) - Pois(mu/n)`` of the
+central Skellam noise to every coordinate, and splits every coordinate into ``m`` additive shares
+modulo ``q``, each sent as the message ``(coordinate, share)``. The analyzer sums the shares of
+each coordinate modulo ``q``, centres the residue and divides by ``gamma``. Up to the split-and-mix
+statistical distance, the analyzer sees the central Skellam mechanism on the sum of the rounded
+vectors: Gaussian-like noise calibrated to the **L2** sensitivity.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, ClassVar
+
+import numpy as np
+from scipy.optimize import brentq
+
+from privsum._random import RNGLike, as_generator
+from privsum._validation import (
+    check_array,
+    check_choice,
+    check_delta,
+    check_epsilon,
+    check_integer,
+    check_integer_array,
+    check_real,
+    invalid,
+)
+from privsum.accounting import Neighbouring, PrivacyGuarantee, calibrate
+from privsum.accounting.skellam import RDP_ORDERS, SkellamEvent, rdp_delta
+from privsum.shuffle import MessageBatch, MessageHistogram, ShuffleProtocol
+from privsum.shuffle.protocol import EXECUTION_PATHS
+from privsum.shuffle.sparse import SparseMessageHistogram
+from privsum.shuffle.streaming import PartialView, is_chunk_stream
+from privsum.sums._common import warn_if_fewer
+from privsum.sums.clipped_shares import SPARSE_MAX_MODULUS, residue_sums
+from privsum.sums.multi_message import default_share_count, supported_security_bits
+
+__all__ = [
+    "MAX_DIMENSION",
+    "MAX_FAITHFUL_MESSAGES",
+    "MAX_SCALED_NORM",
+    "MAX_SHARES",
+    "NORM_TOLERANCE",
+    "SkellamVectorSum",
+    "conditional_rounding_l2_bound",
+    "skellam_tail",
+]
+
+MAX_DIMENSION = 2**24
+MAX_FAITHFUL_MESSAGES = 2**23  # the faithful path materialises n * d * m messages
+MAX_SHARES = 1024  # shares per coordinate: sums of m residues below 2^46 stay below 2^63
+MAX_SCALED_NORM = 2.0**30  # gamma * c: squared norms of the rounded vectors, (gamma c + sqrt(d))^2, fit in int64
+NORM_TOLERANCE = 1e-9  # relative slack on the norm check (unit vectors normalised in floating point)
+RELATIONS = (Neighbouring.REPLACE_ONE, Neighbouring.ZERO_OUT)
+_RETRY_FAILURE_LOG2 = -80.0  # a user's rounding gives up with probability at most 2^-80 (counted in delta)
+_SCALE_GRID = tuple(2.0**k for k in range(2, 21))  # candidate gamma * norm_bound
+
+
+def conditional_rounding_l2_bound(radius: float, dimension: int, rejection_probability: float) -> float:
+    """``Delta_2``: the L2 bound conditional randomized rounding enforces on a vector of norm at most ``radius``.
+
+    Randomized rounding writes ``round(y) = y + e`` with independent ``e_j`` in ``{-f_j, 1 - f_j}``
+    (``f_j`` the fractional part of ``y_j``), ``E e_j = 0``. Then
+    ``||y + e||^2 = ||y||^2 + sum_j (2 y_j e_j + e_j^2)``, a sum of independent terms, the ``j``-th
+    taking two values ``|2 y_j + 1 - 2 f_j|`` apart, with mean ``||y||^2 + sum_j f_j(1 - f_j)``.
+    Hoeffding's inequality and ``sum_j (2 y_j + 1 - 2 f_j)^2 <= (2 ||y|| + sqrt(d))^2`` give, with
+    probability at least ``1 - beta`` (``beta = rejection_probability``)::
+
+        ||round(y)||^2 <= r^2 + d/4 + (r + sqrt(d)/2) sqrt(2 log(1/beta))
+
+    (the form of Kairouz, Liu & Steinke, ICML 2021). Deterministically ``||round(y)|| < r + sqrt(d)``.
+    The integer vector's squared norm is an integer, so the bound is
+    ``sqrt(floor(min(both squared bounds)))``.
+
+    Examples:
+        >>> round(conditional_rounding_l2_bound(1024.0, 384, 1e-6), 2)
+        1026.7
+    """
+    owner = "conditional_rounding_l2_bound"
+    radius = check_real(radius, "radius", owner, low=0.0)
+    dimension = check_integer(dimension, "dimension", owner, low=1)
+    beta = check_real(rejection_probability, "rejection_probability", owner, low=0.0, high=0.5, low_open=True)
+    root_d = math.sqrt(dimension)
+    hoeffding = radius**2 + dimension / 4 + (radius + root_d / 2) * math.sqrt(2 * math.log(1 / beta))
+    deterministic = (radius + root_d) ** 2
+    return math.sqrt(math.floor(min(hoeffding, deterministic) * (1 + 1e-12)))
+
+
+def skellam_tail(mu: float, probability: float) -> int:
+    """Least integer ``t`` with ``P(|Sk(mu)| > t) <= probability`` by the Chernoff bound.
+
+    ``E exp(lambda K) = exp(2 mu (cosh(lambda) - 1))`` for ``K ~ Sk(mu)``, so
+    ``P(K >= t) <= exp(-t asinh(t / 2mu) + 2 mu (sqrt(1 + (t / 2mu)^2) - 1))`` and the two tails
+    are equal.
+
+    Examples:
+        >>> skellam_tail(100.0, 1e-9) > 6 * math.sqrt(200)
+        True
+    """
+    owner = "skellam_tail"
+    mu = check_real(mu, "mu", owner, low=0.0, low_open=True)
+    probability = check_real(probability, "probability", owner, low=0.0, high=1.0, low_open=True)
+    target = math.log(2 / probability)
+
+    def exponent(t: float) -> float:
+        ratio = t / (2 * mu)
+        return t * math.asinh(ratio) - 2 * mu * (math.sqrt(1 + ratio * ratio) - 1) - target
+
+    upper = 1.0
+    while exponent(upper) < 0:
+        upper *= 2
+    return math.ceil(brentq(exponent, 0.0, upper, xtol=1e-6)) + 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class SkellamVectorSum(ShuffleProtocol):
+    """Shuffled sum of real vectors of bounded L2 norm with Skellam noise and split-and-mix shares.
+
+    User ``i`` holds ``x_i`` in ``R^d`` with ``||x_i||_2 <= c`` (``c = norm_bound``; larger norms
+    raise, nothing is clipped). It computes ``y = gamma x_i`` and rounds every coordinate down or up
+    at random, up with probability equal to the fractional part (unbiased), resampling the whole
+    vector until ``||round(y)||_2 <= Delta_2`` (`conditional_rounding_l2_bound`; each attempt fails
+    with probability at most ``beta = rejection_probability``, and after ``K`` attempts, with
+    ``beta^K <= 2^-80``, the randomizer raises instead of looping on). It adds
+    ``Pois(mu/n) - Pois(mu/n)`` to every coordinate (``n = n_users``; the ``n`` shares sum to exactly
+    ``Sk(mu)``) and sends ``m`` shares per coordinate, uniform modulo ``q`` subject to summing to
+    the noisy value. The analyzer sums each coordinate's shares modulo ``q``, maps the residue to
+    ``(-q/2, q/2]`` and divides by ``gamma``.
+
+    Args:
+        n_users: users the noise shares and the modulus are calibrated for (fewer warn, more raise).
+        dimension: ``d``.
+        norm_bound: ``c``, the L2 bound on every user's vector.
+        scale: ``gamma``.
+        noise_mu: ``mu``: the summed noise on every coordinate is ``Sk(mu)``, variance ``2 mu``.
+        n_shares: ``m``, shares per coordinate and user.
+        modulus: ``q`` (at most ``2^46``).
+        delta: the delta of the headline guarantee.
+        rejection_probability: ``beta``, the Hoeffding bound on one rounding attempt's failure.
+        neighbouring: ``"replace-one"`` (a user's vector changes: shifts of L2 norm ``2 Delta_2``)
+            or ``"zero-out"`` (it becomes the zero vector: ``Delta_2``).
+
+    Privacy:
+        Under ``neighbouring``, on the shuffled multiset (trusted shuffler; split-and-mix assumes
+        the shares are mixed with everybody else's, as by secure aggregation or a mixnet). The
+        rounded vectors differ by an integer shift of L2 norm at most ``2 Delta_2`` (replace-one)
+        and L1 norm at most ``2 Delta_1`` with ``Delta_1 = min(sqrt(d) Delta_2, Delta_2^2)`` (an
+        integer ``a`` has ``|a| <= a^2``). The noisy sum ``sum round(y_i) + Sk(mu)^d`` is then
+        ``(epsilon, delta_rdp)``-DP by the Rényi bound of Agarwal, Kairouz & Liu converted with the
+        conversion of Canonne, Kamath & Steinke (`privsum.accounting.SkellamEvent`; verified in the
+        tests against exact privacy-loss distributions). The shares: by the split-and-mix theorem
+        of Balle, Bell, Gascón & Nissim (their explicit share count, `supported_security_bits`,
+        taken from the paper, not re-proved here), each coordinate's share multiset is within
+        statistical distance ``2^-sigma`` of a function of that coordinate's noisy sum modulo
+        ``q``; over ``d`` coordinates ``eta = d 2^-sigma`` and the view is
+        ``(epsilon, delta_rdp + (1 + e^epsilon) eta + delta_other)``-DP. ``delta_other`` adds the
+        probability that the noisy sum wraps modulo ``q`` (a post-processing of the noisy sum, so
+        this is conservative) and the ``2^-80`` of a rounding that gives up. ``add-remove`` is not
+        offered: removing a user also removes its noise share.
+
+        Participation: each user's noise share is calibrated for ``n_users``; with ``k < n``
+        participants the noise is ``Sk(k mu / n)``: `run` warns with `PrivacyLeakWarning` and
+        `event_for_participants` reports the guarantee achieved (less noise, and the share bound
+        at ``k`` users). More than ``n_users`` raise (the modulus is sized for them).
+
+    Utility:
+        The decoded sum is ``sum round(y_i) + Sk(mu)`` unless it wraps (probability below the
+        ``delta_other`` share): per coordinate variance ``(2 mu + sum_i f_ij (1 - f_ij)) / gamma^2``
+        for unconditional rounding (`variance`; at most ``(2 mu + n/4) / gamma^2``). Conditioning on
+        the norm bound biases each user's rounded vector by at most ``sqrt(beta) / (2 (1 - beta))``
+        in L2 and scales the rounding variance by at most ``1 / (1 - beta)`` (`bias_bound`). Messages
+        per user ``d m`` of ``ceil(log2 d) + ceil(log2 q)`` bits. Floating point: scaling and the
+        norm check are in double precision (norms up to ``c (1 + 1e-9)`` are accepted and the
+        bounds use that radius); the noise and the shares are exact integers.
+
+    References:
+        Agarwal, Kairouz & Liu, "The Skellam Mechanism for Differentially Private Federated
+        Learning", NeurIPS 2021; Kairouz, Liu & Steinke, "The Distributed Discrete Gaussian
+        Mechanism for Federated Learning with Secure Aggregation", ICML 2021; Balle, Bell, Gascón &
+        Nissim, "Private Summation in the Multi-Message Shuffle Model", CCS 2020; Ishai,
+        Kushilevitz, Ostrovsky & Sahai, "Cryptography from Anonymity", FOCS 2006.
+
+    Examples:
+        >>> protocol = SkellamVectorSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=1_000, dimension=8, norm_bound=1.0)
+        >>> x = np.full((1_000, 8), 0.25)
+        >>> estimate = protocol.run(x, rng=0)
+        >>> bool(np.all(np.abs(estimate - 250.0) < 6 * math.sqrt(protocol.variance())))
+        True
+        >>> protocol.guarantee.epsilon <= 1.0
+        True
+        >>> protocol.expected_messages_per_user == 8 * protocol.n_shares
+        True
+    """
+
+    streams_chunks: ClassVar[bool] = True
+
+    n_users: int
+    dimension: int
+    norm_bound: float
+    scale: float
+    noise_mu: float
+    n_shares: int
+    modulus: int
+    delta: float
+    rejection_probability: float = 1e-6
+    neighbouring: Neighbouring | str = Neighbouring.REPLACE_ONE  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        owner = type(self).__name__
+        n_users = check_integer(self.n_users, "n_users", owner, low=3)
+        check_integer(self.dimension, "dimension", owner, low=1, high=MAX_DIMENSION)
+        check_real(self.norm_bound, "norm_bound", owner, low=0.0, low_open=True)
+        check_real(self.scale, "scale", owner, low=0.0, low_open=True)
+        check_real(self.noise_mu, "noise_mu", owner, low=0.0, low_open=True)
+        check_integer(self.n_shares, "n_shares", owner, low=2, high=MAX_SHARES)
+        check_integer(self.modulus, "modulus", owner, low=2, high=SPARSE_MAX_MODULUS)
+        check_delta(self.delta, owner, allow_zero=False)
+        check_real(self.rejection_probability, "rejection_probability", owner, low=0.0, high=0.5, low_open=True)
+        relation = Neighbouring.parse(self.neighbouring, owner, RELATIONS)
+        object.__setattr__(self, "neighbouring", relation)
+        if not self.radius * self.scale < MAX_SCALED_NORM:
+            raise invalid("scale", owner, "such that scale * norm_bound < 2^30 (integer norms must fit in 64 bits)", self.scale)
+        if not self.wrap_probability() + 2.0**_RETRY_FAILURE_LOG2 < self.delta:
+            raise invalid(
+                "modulus",
+                owner,
+                f"large enough that the noisy sum wraps with probability below delta={self.delta:g} "
+                f"(the bound is {self.wrap_probability():.3g} for n_users={n_users})",
+                self.modulus,
+            )
+        if not math.isfinite(self.event.guarantee.epsilon):
+            raise invalid(
+                "n_shares",
+                owner,
+                f"large enough for a finite epsilon at delta={self.delta:g} (the split-and-mix distance "
+                f"{self.share_distance:.3g} over {self.dimension} coordinates costs (1 + e^epsilon) times that)",
+                self.n_shares,
+            )
+
+    # ----------------------------------------------------------------- calibration
+    @classmethod
+    def from_privacy(
+        cls,
+        *,
+        epsilon: float,
+        delta: float,
+        n_users: int,
+        dimension: int,
+        norm_bound: float,
+        neighbouring: Neighbouring | str = Neighbouring.REPLACE_ONE,
+        calibration: str = "tight",
+        scale: float | None = None,
+        n_shares: int | None = None,
+        rejection_probability: float = 1e-6,
+        share_delta_fraction: float = 0.01,
+        wrap_delta_fraction: float = 0.001,
+    ) -> SkellamVectorSum:
+        """The least Skellam noise meeting ``(epsilon, delta)`` for ``n_users`` vectors of L2 norm ``<= norm_bound``.
+
+        The delta budget is split: ``share_delta_fraction`` for the split-and-mix distance (which
+        fixes ``m``), ``wrap_delta_fraction`` for the wrap-around (which fixes ``q``), the rest for
+        the noise, whose ``mu`` is the least (by bisection, on the safe side) whose Rényi bound
+        meets ``epsilon``. ``scale=None`` picks ``gamma`` from ``2^k / norm_bound``
+        (``k = 2..20``): the smallest whose variance is within 1% of the least on that grid
+        (larger ``gamma`` only enlarges ``q``). The result's guarantee never exceeds the target.
+
+        Args:
+            epsilon: target epsilon.
+            delta: target delta in ``(0, 1)``.
+            n_users: number of users (at least 3).
+            dimension: ``d``.
+            norm_bound: ``c``.
+            neighbouring: ``"replace-one"`` or ``"zero-out"``.
+            calibration: ``"tight"`` (the only one: the Rényi bound with the tight conversion).
+            scale: ``gamma``; ``None`` chooses it.
+            n_shares: ``m``; ``None`` takes the least the share bound allows; fewer raise.
+            rejection_probability: ``beta`` (see the class).
+            share_delta_fraction: part of ``delta`` for the shares.
+            wrap_delta_fraction: part of ``delta`` for the wrap-around.
+        """
+        owner = f"{cls.__name__}.from_privacy"
+        epsilon = check_epsilon(epsilon, owner)
+        delta = check_delta(delta, owner, allow_zero=False)
+        n_users = check_integer(n_users, "n_users", owner, low=3)
+        dimension = check_integer(dimension, "dimension", owner, low=1, high=MAX_DIMENSION)
+        norm_bound = check_real(norm_bound, "norm_bound", owner, low=0.0, low_open=True)
+        relation = Neighbouring.parse(neighbouring, owner, RELATIONS)
+        check_choice(calibration, "calibration", owner, ("tight",))
+        beta = check_real(rejection_probability, "rejection_probability", owner, low=0.0, high=0.5, low_open=True)
+        share_fraction = check_real(share_delta_fraction, "share_delta_fraction", owner, low=0.0, high=0.5, low_open=True)
+        wrap_fraction = check_real(wrap_delta_fraction, "wrap_delta_fraction", owner, low=0.0, high=0.5, low_open=True)
+        noise_delta = delta * (1 - share_fraction - wrap_fraction) - 2.0**_RETRY_FAILURE_LOG2
+        if not noise_delta > 0:
+            raise invalid("delta", owner, "above 2^-80 (the rounding's failure probability)", delta)
+        common = {
+            "n_users": n_users,
+            "dimension": dimension,
+            "norm_bound": norm_bound,
+            "delta": delta,
+            "rejection_probability": beta,
+            "neighbouring": relation,
+        }
+        if scale is None:
+            candidates = [g / norm_bound for g in _SCALE_GRID]
+        else:
+            candidates = [check_real(scale, "scale", owner, low=0.0, low_open=True)]
+        options = []
+        for gamma in candidates:
+            if not gamma * norm_bound * (1 + NORM_TOLERANCE) < MAX_SCALED_NORM:
+                continue
+            mu = _calibrate_mu(epsilon, noise_delta, gamma=gamma, **common)
+            modulus = 2 ** math.ceil(
+                math.log2(_least_modulus(n_users, _coordinate_bound(gamma, **common), mu, delta * wrap_fraction, dimension))
+            )
+            if modulus > SPARSE_MAX_MODULUS:
+                continue
+            variance = (2 * mu + n_users / (4 * (1 - beta))) / gamma**2
+            options.append((variance, gamma, mu, modulus))
+        if not options:
+            raise invalid(
+                "scale" if scale is not None else "n_users", owner, "small enough that the modulus fits in 2^46", scale or n_users
+            )
+        least = min(option[0] for option in options)
+        _, gamma, mu, modulus = min((o for o in options if o[0] <= least * 1.01), key=lambda o: o[1])
+        security_bits = math.log2((1 + math.exp(epsilon)) * dimension / (delta * share_fraction))
+        least_shares = default_share_count(security_bits, modulus, n_users)
+        if least_shares > MAX_SHARES:
+            raise invalid("n_users", owner, f"large enough that at most {MAX_SHARES} shares suffice", n_users)
+        shares = (
+            least_shares if n_shares is None else check_integer(n_shares, "n_shares", owner, low=least_shares, high=MAX_SHARES)
+        )
+        protocol = cls(scale=gamma, noise_mu=mu, n_shares=shares, modulus=modulus, **common)
+        for _ in range(60):  # float rounding in the conversion: never return a protocol above the target
+            if protocol.guarantee.epsilon <= epsilon:
+                return protocol
+            protocol = cls(scale=gamma, noise_mu=protocol.noise_mu * (1 + 1e-9), n_shares=shares, modulus=modulus, **common)
+        raise invalid("epsilon", owner, "reachable by the calibration", epsilon)  # pragma: no cover - defensive
+
+    # ----------------------------------------------------------------- derived bounds
+    @property
+    def radius(self) -> float:
+        """``c (1 + 1e-9)``: the largest norm accepted (the tolerance covers vectors normalised in floating point)."""
+        return self.norm_bound * (1 + NORM_TOLERANCE)
+
+    @cached_property
+    def l2_bound(self) -> float:
+        """``Delta_2``: every user's rounded, scaled vector has L2 norm at most this."""
+        return conditional_rounding_l2_bound(self.scale * self.radius, self.dimension, self.rejection_probability)
+
+    @property
+    def l1_bound(self) -> float:
+        """``Delta_1 = min(sqrt(d) Delta_2, Delta_2^2)``: the rounded vector's L1 norm is at most this."""
+        return min(math.sqrt(self.dimension) * self.l2_bound, self.l2_bound**2)
+
+    @property
+    def coordinate_bound(self) -> int:
+        """Largest absolute value of a rounded coordinate: ``min(floor(Delta_2), ceil(gamma c))``."""
+        return min(math.floor(self.l2_bound), math.ceil(self.scale * self.radius))
+
+    @property
+    def max_attempts(self) -> int:
+        """Rounding attempts before a user's randomizer raises: the least ``K`` with ``beta^K <= 2^-80``."""
+        return math.ceil(-_RETRY_FAILURE_LOG2 / -math.log2(self.rejection_probability))
+
+    @property
+    def _shift_factor(self) -> float:
+        return 2.0 if self.neighbouring is Neighbouring.REPLACE_ONE else 1.0
+
+    def wrap_probability(self, n_participants: int | None = None) -> float:
+        """Chernoff bound on the probability that any coordinate's noisy sum leaves ``(-q/2, q/2]``."""
+        n = (
+            self.n_users
+            if n_participants is None
+            else check_integer(n_participants, "n_participants", type(self).__name__, low=1, high=self.n_users)
+        )
+        room = self.modulus // 2 - 1 - n * self.coordinate_bound
+        if room <= 0:
+            return 1.0
+        mu = self.noise_mu * n / self.n_users
+        ratio = room / (2 * mu)
+        exponent = room * math.asinh(ratio) - 2 * mu * (math.sqrt(1 + ratio * ratio) - 1)
+        return min(1.0, 2 * self.dimension * math.exp(-exponent))
+
+    def share_distance_for(self, n_participants: int) -> float:
+        """``d 2^-sigma``, sigma what the share bound backs for ``m`` shares, ``q`` and ``n_participants`` users."""
+        if n_participants < 3:
+            return 1.0
+        bits = supported_security_bits(self.n_shares, self.modulus, n_participants)
+        return min(1.0, self.dimension * 2.0 ** (-bits))
+
+    @property
+    def share_distance(self) -> float:
+        """Split-and-mix statistical distance of the whole view (``d`` coordinates, union bound)."""
+        return self.share_distance_for(self.n_users)
+
+    # ----------------------------------------------------------------- privacy and costs
+    def _event(self, n_participants: int) -> SkellamEvent:
+        mu = self.noise_mu * n_participants / self.n_users
+        return SkellamEvent(
+            mu=mu,
+            l2_sensitivity=self._shift_factor * self.l2_bound,
+            l1_sensitivity=self._shift_factor * self.l1_bound,
+            headline_delta=self.delta,
+            statistical_distance=self.share_distance_for(n_participants),
+            extra_delta=min(self.delta, self.wrap_probability(n_participants) + 2.0**_RETRY_FAILURE_LOG2),
+            relation=self.neighbouring,
+        )
+
+    @cached_property
+    def event(self) -> SkellamEvent:
+        """The Skellam event of one run (Rényi bound, tight conversion, shares and wrap-around in delta)."""
+        return self._event(self.n_users)
+
+    def event_for_participants(self, n_participants: int) -> SkellamEvent:
+        """The guarantee achieved when ``n_participants <= n_users`` take part: noise ``Sk(k mu / n)``, shares at ``k`` users."""
+        n_participants = check_integer(n_participants, "n_participants", type(self).__name__, low=1, high=self.n_users)
+        return self.event if n_participants == self.n_users else self._event(n_participants)
+
+    @property
+    def guarantee(self) -> PrivacyGuarantee:
+        return self.event.guarantee
+
+    def check_participants(self, n_participants: int) -> None:
+        """Warn when fewer than ``n_users`` take part; raise when more do (the modulus is sized for ``n_users``)."""
+        owner = type(self).__name__
+        if n_participants > self.n_users:
+            raise invalid(
+                "x", owner, f"at most n_users={self.n_users} rows (the modulus is sized for them)", f"{n_participants} rows"
+            )
+        warn_if_fewer(n_participants, self.n_users, owner)
+
+    @property
+    def alphabet(self) -> range:  # type: ignore[override]
+        """``range(modulus)``: every residue (never materialised)."""
+        return range(self.modulus)
+
+    @property
+    def expected_messages_per_user(self) -> float:
+        """``d m``: one share message per coordinate and share."""
+        return float(self.dimension * self.n_shares)
+
+    def bits_per_message(self, n_instances: int = 1) -> int:
+        """``ceil(log2(n_instances d)) + ceil(log2 q)``: the coordinate tag and the share."""
+        n_instances = check_integer(n_instances, "n_instances", type(self).__name__, low=1)
+        tags = n_instances * self.dimension
+        return (math.ceil(math.log2(tags)) if tags > 1 else 0) + math.ceil(math.log2(self.modulus))
+
+    def variance(self, x: Any = None) -> float | np.ndarray:
+        """Per-coordinate variance of the estimate of ``sum_i x_i``.
+
+        ``None``: the worst case over inputs, ``(2 mu + n / (4 (1 - beta))) / gamma^2`` (a float).
+        With inputs ``x``: ``(2 mu' + sum_i f_ij (1 - f_ij)) / gamma^2`` per coordinate, the exact
+        variance with unconditional rounding (``mu' = mu k / n`` for ``k`` rows); conditioning
+        changes the rounding part by at most a factor ``1 / (1 - beta)`` (see `bias_bound`).
+        """
+        if x is None:
+            return (2 * self.noise_mu + self.n_users / (4 * (1 - self.rejection_probability))) / self.scale**2
+        scaled = self._scaled_inputs(x)
+        fraction = scaled - np.floor(scaled)
+        mu = self.noise_mu * scaled.shape[0] / self.n_users
+        return (2 * mu + (fraction * (1 - fraction)).sum(axis=0)) / self.scale**2
+
+    def bias_bound(self, n_participants: int | None = None) -> float:
+        """Bound on the L2 norm of the estimate's bias: ``k sqrt(beta) / (2 (1 - beta) gamma)`` for ``k`` users.
+
+        One attempt ``y + e`` is unbiased; conditioning on the event ``A`` (norm within
+        ``Delta_2``, ``P(not A) <= beta``) moves the mean by ``E[e; not A] / P(A)``, and for a unit
+        vector ``u``, ``E[|<u, e>|; not A] <= sqrt(Var <u, e>) sqrt(beta) <= sqrt(beta) / 2``.
+        """
+        k = (
+            self.n_users
+            if n_participants is None
+            else check_integer(n_participants, "n_participants", type(self).__name__, low=1)
+        )
+        beta = self.rejection_probability
+        return k * math.sqrt(beta) / (2 * (1 - beta) * self.scale)
+
+    # ----------------------------------------------------------------- roles
+    def _scaled_inputs(self, x: Any) -> np.ndarray:
+        owner = type(self).__name__
+        array = check_array(x, "x", owner, ndim=2)
+        if array.shape[0] == 0 or array.shape[1] != self.dimension:
+            raise invalid(
+                "x", owner, f"an array of shape (n_users, {self.dimension}) with at least one row", f"shape {array.shape}"
+            )
+        values = array.astype(float)
+        norms = np.sqrt(np.einsum("ij,ij->i", values, values))
+        if not np.all(norms <= self.radius):
+            worst = int(np.argmax(norms))
+            raise invalid(
+                "x", owner, f"rows of L2 norm at most norm_bound={self.norm_bound:g}", f"row {worst} of norm {norms[worst]:.6g}"
+            )
+        return values * self.scale
+
+    def round_vectors(self, x: Any, *, rng: RNGLike = None) -> np.ndarray:
+        """Conditional randomized rounding of ``gamma x``: unbiased rounding, rows resampled until within ``Delta_2``.
+
+        Raises:
+            RuntimeError: a row still exceeds ``Delta_2`` after `max_attempts` attempts (probability at most 2^-80).
+        """
+        return self._round_scaled(self._scaled_inputs(x), as_generator(rng, type(self).__name__))
+
+    def _round_scaled(self, scaled: np.ndarray, generator: np.random.Generator) -> np.ndarray:
+        floor = np.floor(scaled)
+        fraction = scaled - floor
+        rounded = (floor + (generator.random(scaled.shape) < fraction)).astype(np.int64)
+        limit = math.floor(self.l2_bound**2 * (1 + 1e-12))
+        pending = np.flatnonzero(np.einsum("ij,ij->i", rounded, rounded) > limit)
+        for _ in range(self.max_attempts - 1):
+            if pending.size == 0:
+                return rounded
+            retry = (floor[pending] + (generator.random((pending.size, self.dimension)) < fraction[pending])).astype(np.int64)
+            rounded[pending] = retry
+            pending = pending[np.einsum("ij,ij->i", retry, retry) > limit]
+        if pending.size:
+            raise RuntimeError(
+                f"{type(self).__name__}: conditional rounding of row {int(pending[0])} exceeded the L2 bound "
+                f"{self.l2_bound:.6g} in {self.max_attempts} attempts (probability below 2^-80)."
+            )
+        return rounded
+
+    def _shares(self, x: Any, generator: np.random.Generator, *, check: bool = True) -> np.ndarray:
+        owner = type(self).__name__
+        scaled = self._scaled_inputs(x)
+        if scaled.shape[0] * self.dimension * self.n_shares > MAX_FAITHFUL_MESSAGES:
+            raise invalid(
+                "x",
+                owner,
+                f"at most {MAX_FAITHFUL_MESSAGES} messages (n * d * m) on the share-level paths; "
+                "use path='fast' or stream chunks",
+                f"{scaled.shape[0]} rows",
+            )
+        rounded = self._round_scaled(scaled, generator)
+        if check:
+            self.check_participants(rounded.shape[0])
+        rate = self.noise_mu / self.n_users
+        noisy = rounded + generator.poisson(rate, rounded.shape) - generator.poisson(rate, rounded.shape)
+        secret = np.mod(noisy, self.modulus)
+        shares = generator.integers(0, self.modulus, size=(*secret.shape, self.n_shares), dtype=np.int64)
+        shares[..., -1] = np.mod(secret - np.mod(shares[..., :-1].sum(axis=-1), self.modulus), self.modulus)
+        return shares  # (n_users, dimension, n_shares)
+
+    def randomize(self, x: Any, *, rng: RNGLike = None) -> MessageBatch:
+        """Every user's ``d m`` messages ``(coordinate, share)``."""
+        shares = self._shares(x, as_generator(rng, type(self).__name__))
+        coordinates = np.broadcast_to(np.arange(self.dimension)[None, :, None], shares.shape)
+        return MessageBatch(coordinates.ravel(), shares.ravel(), n_instances=self.dimension)
+
+    def view(self, messages: SparseMessageHistogram | MessageBatch | MessageHistogram) -> SparseMessageHistogram:  # type: ignore[override]
+        """The sparse histogram of ``(coordinate, share)`` messages (a sparse view is checked and returned)."""
+        owner = type(self).__name__
+        if isinstance(messages, MessageBatch):
+            messages = SparseMessageHistogram.from_messages(messages)
+        elif isinstance(messages, MessageHistogram):
+            if messages.alphabet != tuple(range(len(messages.alphabet))) or len(messages.alphabet) > self.modulus:
+                raise invalid("view", owner, f"a histogram over residues 0..{self.modulus - 1}", "another alphabet")
+            rows, columns = np.nonzero(messages.counts)
+            messages = SparseMessageHistogram(rows, columns, messages.counts[rows, columns], messages.n_instances)
+        if not isinstance(messages, SparseMessageHistogram):
+            raise invalid("view", owner, "a SparseMessageHistogram, MessageHistogram or MessageBatch", type(messages).__name__)
+        if messages.n_instances != self.dimension:
+            raise invalid("view", owner, f"a view of {self.dimension} coordinates", f"{messages.n_instances} instances")
+        if messages.values.size and not (messages.values.min() >= 0 and messages.values.max() < self.modulus):
+            raise invalid("view", owner, f"messages with values in [0, {self.modulus})", "values outside")
+        return messages
+
+    def sample_view(self, x: Any, *, rng: RNGLike = None) -> SparseMessageHistogram:  # type: ignore[override]
+        """The shares counted directly (no permutation): the faithful view's law, without the shuffle."""
+        shares = self._shares(x, as_generator(rng, type(self).__name__))
+        coordinates = np.broadcast_to(np.arange(self.dimension)[None, :, None], shares.shape)
+        ones = np.ones(shares.size, dtype=np.int64)
+        return SparseMessageHistogram.from_pairs(coordinates.ravel(), shares.ravel(), ones, self.dimension)
+
+    def partial_view(self, chunk: Any, *, rng: RNGLike = None, path: str = "fast") -> PartialView:
+        """One chunk of users, counted (participants are checked once, on the total).
+
+        ``"faithful"``: the chunk's shares, shuffled, as a sparse view. ``"fast"``: one message per
+        coordinate, the residue of the chunk's share sum, ``(sum round(y_i) + Sk(k mu / n)) mod q``
+        for ``k`` users (exact in law: the ``k`` noise shares sum to ``Sk(k mu / n)``); the partial
+        views add up modulo ``q`` to the law of the faithful analyzer's sum, in memory ``O(k d)``.
+        """
+        owner = type(self).__name__
+        path = check_choice(path, "path", owner, EXECUTION_PATHS)
+        generator = as_generator(rng, owner)
+        if path == "faithful":
+            view = self.view(self.shuffle(self.randomize_unchecked(chunk, rng=generator), rng=generator))
+            return PartialView(view, int(view.total_messages // (self.dimension * self.n_shares)))
+        rounded = self.round_vectors(chunk, rng=generator)
+        mu = self.noise_mu * rounded.shape[0] / self.n_users
+        noise = generator.poisson(mu, self.dimension) - generator.poisson(mu, self.dimension)
+        residues = np.mod(rounded.sum(axis=0) + noise, self.modulus)
+        coordinates = np.arange(self.dimension)
+        view = SparseMessageHistogram.from_pairs(coordinates, residues, np.ones(self.dimension, dtype=np.int64), self.dimension)
+        return PartialView(view, int(rounded.shape[0]))
+
+    def randomize_unchecked(self, x: Any, *, rng: RNGLike = None) -> MessageBatch:
+        """`randomize` without the participant check (for one chunk of a streamed run)."""
+        shares = self._shares(x, as_generator(rng, type(self).__name__), check=False)
+        coordinates = np.broadcast_to(np.arange(self.dimension)[None, :, None], shares.shape)
+        return MessageBatch(coordinates.ravel(), shares.ravel(), n_instances=self.dimension)
+
+    def analyze(self, view: SparseMessageHistogram | MessageBatch | MessageHistogram) -> np.ndarray:  # type: ignore[override]
+        """The estimate of ``sum_i x_i``: each coordinate's shares summed modulo ``q``, centred, divided by ``gamma``."""
+        sparse = self.view(view)
+        residues = residue_sums(sparse.instances, sparse.values, sparse.counts, self.dimension, self.modulus)
+        return self.decode(residues)
+
+    def decode(self, residues: Any) -> np.ndarray:
+        """Residues modulo ``q`` (one per coordinate) to the estimate: the representative in ``(-q/2, q/2]`` over ``gamma``."""
+        owner = type(self).__name__
+        residues = check_integer_array(residues, "residues", owner, ndim=1, low=0)
+        if residues.size != self.dimension or (residues.size and not residues.max() < self.modulus):
+            raise invalid("residues", owner, f"{self.dimension} integers in [0, {self.modulus})", f"shape {residues.shape}")
+        half = self.modulus // 2
+        centred = np.mod(residues + half - 1, self.modulus) - (half - 1)
+        return centred.astype(float) / self.scale
+
+    def run(self, x: Any, *, rng: RNGLike = None, path: str = "fast") -> Any:
+        """Run the protocol; the fast path samples the decoded noisy sum directly.
+
+        ``"fast"``: the users' conditional rounding, then ``sum + Sk(k mu / n)`` modulo ``q``,
+        decoded: the law of the faithful path's output (the shares of every coordinate sum to
+        the noisy value modulo ``q``, and the ``k`` noise shares sum to ``Sk(k mu / n)``).
+        ``"faithful"``: every share materialised, shuffled and analysed (``n d m`` messages at
+        most `MAX_FAITHFUL_MESSAGES`). A stream of chunks goes to `run_streamed` (memory bounded by
+        one chunk; see `partial_view`).
+        """
+        owner = type(self).__name__
+        path = check_choice(path, "path", owner, EXECUTION_PATHS)
+        generator = as_generator(rng, owner)
+        if is_chunk_stream(x) or path == "faithful":
+            return super().run(x, rng=generator, path=path)
+        rounded = self.round_vectors(x, rng=generator)
+        self.check_participants(rounded.shape[0])
+        mu = self.noise_mu * rounded.shape[0] / self.n_users
+        noise = generator.poisson(mu, self.dimension) - generator.poisson(mu, self.dimension)
+        return self.decode(np.mod(rounded.sum(axis=0) + noise, self.modulus))
+
+
+def _coordinate_bound(gamma: float, *, dimension: int, norm_bound: float, rejection_probability: float, **_: Any) -> int:
+    radius = gamma * norm_bound * (1 + NORM_TOLERANCE)
+    l2 = conditional_rounding_l2_bound(radius, dimension, rejection_probability)
+    return min(math.floor(l2), math.ceil(radius))
+
+
+def _least_modulus(n_users: int, coordinate_bound: int, mu: float, wrap_probability: float, dimension: int) -> int:
+    """Least ``q`` with ``q // 2 - 1 >= n B + t``, ``t`` the Chernoff tail of ``Sk(mu)`` (union over coordinates)."""
+    tail = skellam_tail(mu, wrap_probability / dimension)
+    return 2 * (n_users * coordinate_bound + tail + 1) + 2
+
+
+def _calibrate_mu(
+    epsilon: float,
+    noise_delta: float,
+    *,
+    gamma: float,
+    dimension: int,
+    norm_bound: float,
+    rejection_probability: float,
+    neighbouring: Neighbouring,
+    **_: Any,
+) -> float:
+    """Least ``mu`` (bisection, safe end) whose Rényi bound gives ``epsilon`` at ``noise_delta``."""
+    l2 = conditional_rounding_l2_bound(gamma * norm_bound * (1 + NORM_TOLERANCE), dimension, rejection_probability)
+    factor = 2.0 if neighbouring is Neighbouring.REPLACE_ONE else 1.0
+    l2_shift, l1_shift = factor * l2, factor * min(math.sqrt(dimension) * l2, l2**2)
+    target = epsilon * (1 - 1e-9)
+
+    def delta_at(log_mu: float) -> float:
+        event_rdp = SkellamEvent(mu=math.exp(log_mu), l2_sensitivity=l2_shift, l1_sensitivity=l1_shift, headline_delta=0.5)
+        return rdp_delta(RDP_ORDERS, event_rdp.rdp(), target)
+
+    upper = math.log(l2_shift**2) + 2.0
+    while not delta_at(upper) <= noise_delta:
+        upper += 2.0
+        if upper > 200:  # pragma: no cover - epsilon and delta are validated positive
+            raise invalid("epsilon", "SkellamVectorSum.from_privacy", "achievable", epsilon)
+    return math.exp(
+        calibrate(delta_at, target_delta=noise_delta, lower=upper - 40.0, upper=upper, more_private="increasing", tolerance=1e-10)
+    )

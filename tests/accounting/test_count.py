@@ -1,0 +1,146 @@
+"""A ``count`` never expands into lists: closed forms equal to the old list-based results."""
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from privsum import BudgetExceededError, InvalidParameterError
+from privsum.accounting import (
+    ComposedEvent,
+    GuaranteeEvent,
+    PLDPair,
+    PrivacyAccountant,
+    PrivacyGuarantee,
+    ProfileEvent,
+    advanced_composition_epsilon,
+    basic_composition,
+    parallel_composition,
+    randomized_response_profile,
+)
+from privsum.accounting.composition import exact_weighted_sum, repeated_composition
+from privsum.accounting.pld import DIRECT_SELF_COMPOSE_MAX, _chernoff_window, _self_compose_large
+
+epsilons = st.floats(min_value=1e-6, max_value=5.0, allow_nan=False)
+deltas = st.floats(min_value=0.0, max_value=1e-4, allow_nan=False)
+counts = st.integers(min_value=1, max_value=300)
+
+
+def _old_basic_epsilon(ledger, delta):
+    """The list-based implementation the closed form replaces."""
+    headlines = [g for g, count in ledger for _ in range(count)]
+    if math.fsum(g.delta for g in headlines) > delta:
+        return math.inf
+    return math.fsum(g.epsilon for g in headlines)
+
+
+def _old_basic_delta(ledger, epsilon):
+    headlines = [g for g, count in ledger for _ in range(count)]
+    return math.fsum(g.delta for g in headlines) if math.fsum(g.epsilon for g in headlines) <= epsilon else 1.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.floats(min_value=0.0, max_value=1e3, allow_nan=False), counts), min_size=1, max_size=6))
+def test_exact_weighted_sum_is_fsum_of_the_expanded_list(terms):
+    expanded = [value for value, count in terms for _ in range(count)]
+    assert exact_weighted_sum(terms) == math.fsum(expanded)
+
+
+@settings(max_examples=100, deadline=None)
+@given(epsilons, st.floats(min_value=0.0, max_value=1e-3, allow_nan=False), counts)
+def test_repeated_and_composed_event_equal_the_list_form(epsilon, delta, count):
+    guarantee = PrivacyGuarantee(epsilon, delta)
+    expected = basic_composition([guarantee] * count)
+    assert repeated_composition(guarantee, count) == expected
+    assert ComposedEvent(GuaranteeEvent(guarantee), count).guarantee == expected
+    assert parallel_composition([guarantee, PrivacyGuarantee(epsilon / 2, 0.0)], parts_per_user=count) == expected
+
+
+def test_repeated_composition_refuses_deltas_summing_past_one():
+    with pytest.raises(InvalidParameterError, match="guarantees"):
+        repeated_composition(PrivacyGuarantee(0.1, 1e-3), 1000)
+    with pytest.raises(InvalidParameterError, match="count"):
+        repeated_composition(PrivacyGuarantee(0.1, 1e-3), 0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(epsilons, deltas, counts), min_size=1, max_size=4), st.floats(min_value=1e-6, max_value=0.5))
+def test_accountant_basic_totals_equal_the_list_based_results(entries, delta):
+    accountant = PrivacyAccountant()
+    ledger = []
+    for epsilon, entry_delta, count in entries:
+        guarantee = PrivacyGuarantee(epsilon, entry_delta)
+        accountant.compose(GuaranteeEvent(guarantee), count=count)
+        ledger.append((guarantee, count))
+    assert accountant.epsilon(delta, method="basic") == _old_basic_epsilon(ledger, delta)
+    total_epsilon = math.fsum(g.epsilon * 1.0 for g, c in ledger for _ in range(c))
+    for epsilon in (total_epsilon, total_epsilon * 0.5):
+        assert accountant.delta(epsilon, method="basic") == _old_basic_delta(ledger, epsilon)
+
+
+def test_huge_counts_use_closed_forms():
+    accountant = PrivacyAccountant()
+    accountant.compose(GuaranteeEvent(PrivacyGuarantee(1e-5, 1e-18)), count=10**9)
+    assert accountant.epsilon(1e-6, method="basic") == float(10**9 * Fraction(1e-5))
+    assert accountant.delta(1e4 + 1, method="basic") == exact_weighted_sum([(1e-18, 10**9)])
+    advanced = accountant.epsilon(1e-6, method="advanced")
+    slack = 1e-6 - exact_weighted_sum([(1e-18, 10**9)])
+    assert advanced == pytest.approx(advanced_composition_epsilon(1e-5, 10**9, slack), rel=1e-12)
+    within = PrivacyAccountant(budget=PrivacyGuarantee(1e4, 0.0))
+    within.compose(GuaranteeEvent(PrivacyGuarantee(1e-5)), count=10**9)  # pure total exactly 1e4
+    over = PrivacyAccountant(budget=PrivacyGuarantee(9999.0, 0.0))
+    with pytest.raises(BudgetExceededError):
+        over.compose(GuaranteeEvent(PrivacyGuarantee(1e-5)), count=10**9)
+
+
+def test_pld_self_composition_of_a_billion_events():
+    """The large-count path: finite, below the advanced bound, increasing in the count."""
+    once = PLDPair.from_guarantee(PrivacyGuarantee(1e-4, 0.0))
+    billion = once.self_compose(10**9).epsilon(1e-6)
+    hundred_million = once.self_compose(10**8).epsilon(1e-6)
+    assert hundred_million < billion < advanced_composition_epsilon(1e-4, 10**9, 1e-6)
+    accountant = PrivacyAccountant()
+    accountant.compose(GuaranteeEvent(PrivacyGuarantee(1e-4)), count=10**9)
+    assert accountant.epsilon(1e-6, method="pld") == billion
+    assert accountant.epsilon(1e-6) == billion
+
+
+@pytest.mark.parametrize(
+    ("epsilon0", "count"),
+    [
+        (0.02, DIRECT_SELF_COMPOSE_MAX + 1),
+        (0.02, 3 * DIRECT_SELF_COMPOSE_MAX),
+        pytest.param(0.3, DIRECT_SELF_COMPOSE_MAX + 1, marks=pytest.mark.slow),  # dp-accounting's own path: ~15 s
+    ],
+)
+def test_large_count_path_matches_dp_accounting(epsilon0, count):
+    """Same FFT power, narrower window: epsilons agree to 1e-4 relative, deltas to 1e-9 absolute."""
+    base = PLDPair.from_profile(randomized_response_profile(epsilon0)).forward
+    reference = base.self_compose(count)
+    fast = type(base)(_self_compose_large(base._pmf_remove, count))
+    for delta in (1e-3, 1e-6, 1e-9):
+        assert fast.get_epsilon_for_delta(delta) == pytest.approx(reference.get_epsilon_for_delta(delta), rel=1e-4)
+    for epsilon in (1.0, 5.0):
+        assert fast.get_delta_for_epsilon(epsilon) == pytest.approx(reference.get_delta_for_epsilon(epsilon), abs=1e-9)
+
+
+def test_chernoff_window_holds_all_but_the_tail_mass():
+    probs = np.array([0.2, 0.5, 0.3])
+    count = 60
+    exact = np.array([1.0])
+    for _ in range(count):
+        exact = np.convolve(exact, probs)
+    low, high = _chernoff_window(probs, count, 1e-12)
+    assert exact[:low].sum() + exact[high + 1 :].sum() <= 1e-12
+    assert 0 < low < high < 2 * count
+
+
+def test_best_falls_back_when_the_pld_would_be_too_large_and_pld_raises():
+    accountant = PrivacyAccountant()
+    accountant.compose(ProfileEvent.at_delta(randomized_response_profile(0.5), 0.0), count=10**9)
+    with pytest.raises(InvalidParameterError, match="count"):
+        accountant.epsilon(1e-6, method="pld")
+    assert accountant.epsilon(1e-6) == accountant.epsilon(1e-6, method="advanced")

@@ -1,0 +1,73 @@
+"""The float64 fast path of the KDE rounding: float64 phase, float32 cosine of the reduced angle."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import privsum.kde.protocol as protocol_module
+from privsum.bitsum import ExactBitSum
+from privsum.kde import ShuffledKDE
+from privsum.lsq import FastJLT, RandomFourierFeatures
+from privsum.testing import assert_mean
+
+
+def _exact_probabilities(family, points, repetitions=None):
+    return 0.5 * (1.0 + family.f(points, repetitions=repetitions).reshape(points.shape[0], -1) / family.bound)
+
+
+@pytest.mark.parametrize("scale", [1.0, 30.0, 1000.0])  # angles up to about 10**4 turns
+@pytest.mark.parametrize("repetitions", [None, slice(5, 70)])
+def test_probabilities_are_within_the_stated_error(scale, repetitions):
+    family = RandomFourierFeatures(dimension=768, n_repetitions=96, bandwidth=0.1, seed=2)
+    points = np.random.default_rng(3).standard_normal((120, 768)) * (scale / math.sqrt(768))
+    fast = protocol_module._fourier_probabilities(family, points, repetitions, protocol_module._Workspace())
+    exact = _exact_probabilities(family, points, repetitions)
+    assert fast.dtype == np.float32 and fast.shape == exact.shape
+    assert np.max(np.abs(fast.astype(np.float64) - exact)) <= protocol_module.FLOAT64_PROBABILITY_ERROR
+
+
+def test_projected_family_probabilities_are_within_the_stated_error():
+    projection = FastJLT(input_dimension=40, output_dimension=16, seed=1)
+    family = RandomFourierFeatures(dimension=40, n_repetitions=30, seed=4, projection=projection)
+    points = np.random.default_rng(5).standard_normal((50, 40))
+    fast = protocol_module._fourier_probabilities(family, points, None, protocol_module._Workspace())
+    assert np.max(np.abs(fast - _exact_probabilities(family, points))) <= protocol_module.FLOAT64_PROBABILITY_ERROR
+
+
+def test_fast_and_exact_rounding_differ_only_where_the_uniform_falls_between_the_probabilities():
+    """Same uniforms: a bit can differ only if U lies between the fast and the exact probability,
+    which has probability |p_fast - p_exact| per entry; the number of differing bits is then at
+    most a Poisson count of that mean (one-sided, alpha = 1e-6)."""
+    family = RandomFourierFeatures(dimension=64, n_repetitions=500, seed=6)
+    points = np.random.default_rng(7).standard_normal((2000, 64)) / 8.0
+    fast = protocol_module._round_to_bits(family, points, np.random.default_rng(8), None, protocol_module._Workspace())
+    exact = protocol_module._round_to_bits(family, points, np.random.default_rng(8), None, protocol_module._Workspace(), "exact")
+    probabilities = protocol_module._fourier_probabilities(family, points, None, protocol_module._Workspace())
+    mean_differences = float(np.abs(probabilities - _exact_probabilities(family, points)).sum())
+    limit = stats.poisson.isf(1e-6, max(mean_differences, 1e-9))
+    assert int(np.count_nonzero(fast != exact)) <= limit
+
+
+def test_fast_rounding_is_unbiased_for_the_exact_features():
+    """Each bit has mean (1 + f/R)/2 of the float64 features (alpha = 1e-6 over all entries)."""
+    family = RandomFourierFeatures(dimension=3, n_repetitions=6, seed=9)
+    points = np.random.default_rng(10).standard_normal((3, 3))
+    expected = _exact_probabilities(family, points)
+    rng = np.random.default_rng(11)
+    workspace = protocol_module._Workspace()
+    draws = np.array([protocol_module._round_to_bits(family, points, rng, None, workspace).copy() for _ in range(5000)])
+    for user in range(3):
+        for column in range(6):
+            p = expected[user, column]
+            assert_mean(draws[:, user, column], p, variance=p * (1 - p), alpha=1e-6 / 18)
+
+
+def test_exact_precision_is_accepted_and_keeps_the_familys_values():
+    family = RandomFourierFeatures(dimension=3, n_repetitions=4, seed=1)
+    kde = ShuffledKDE(family=family, bitsum=ExactBitSum(n_users=5), precision="exact")
+    bits = kde.round_to_bits(np.zeros((5, 3)), np.random.default_rng(0))
+    assert bits.shape == (5, 4) and set(np.unique(bits)) <= {0, 1}

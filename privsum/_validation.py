@@ -24,6 +24,7 @@ from privsum.exceptions import InvalidParameterError
 
 __all__ = [
     "MAX_EPSILON",
+    "MAX_INT64",
     "as_array",
     "check_array",
     "check_choice",
@@ -37,6 +38,8 @@ __all__ = [
 ]
 
 
+#: Largest integer `check_integer` accepts unless told otherwise (numpy's int64 maximum).
+MAX_INT64 = 2**63 - 1
 #: Largest epsilon accepted as a calibration target or randomizer parameter (see the module docstring).
 MAX_EPSILON = 100.0
 
@@ -90,9 +93,10 @@ def check_real(
     return number
 
 
-def check_integer(value: Any, name: str, owner: str, *, low: int = 0, high: float = math.inf) -> int:
-    """Return ``value`` as an int in ``[low, high]``, or raise."""
-    constraint = f"an integer in [{low}, {high:g}]" if high < math.inf else f"an integer >= {low}"
+def check_integer(value: Any, name: str, owner: str, *, low: int = 0, high: float = MAX_INT64) -> int:
+    """Return ``value`` as an int in ``[low, high]`` (by default at most `MAX_INT64`: every size fits numpy), or raise."""
+    shown_high = "2^63 - 1" if high == MAX_INT64 else (f"{high:g}" if isinstance(high, float) else str(high))
+    constraint = f"an integer in [{low}, {shown_high}]" if high < math.inf else f"an integer >= {low}"
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise invalid(name, owner, constraint, value)
     if not (low <= int(value) <= high):

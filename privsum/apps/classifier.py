@@ -32,6 +32,7 @@ from privsum.kde.protocol import ShuffledKDE
 from privsum.kde.vector import VectorSumKDE
 from privsum.lsq import IdentityFeatures, LSQFamily, RandomFourierFeatures, RandomSigns, SignedRandomProjection
 from privsum.sums.central_vector import CentralGaussianVectorSum, ExactVectorSum
+from privsum.sums.skellam import SkellamVectorSum
 
 __all__ = [
     "DECODING_SCORES",
@@ -52,11 +53,12 @@ PROTOCOLS: dict[str, type] = {
     "central-gaussian-per-instance": CentralGaussianBitSum,
     "central-laplace": CentralLaplaceBitSum,
     "exact": ExactBitSum,
+    "vector": SkellamVectorSum,
     "central-gaussian": CentralGaussianVectorSum,
     "exact-vector": ExactVectorSum,
 }
 #: Protocols that sum each class's feature vectors at once (`privsum.kde.VectorSumKDE`); the others are bit sums.
-VECTOR_PROTOCOLS = ("central-gaussian", "exact-vector")
+VECTOR_PROTOCOLS = ("vector", "central-gaussian", "exact-vector")
 KERNELS = ("gaussian", "ip", "lsh")
 #: How labels are protected: a separate randomized-response round, or inside one joint vector sum.
 LABEL_PRIVACY = ("round", "joint")
@@ -86,7 +88,8 @@ class ShuffledKDEClassifier(ClassifierBase):
             rounded to one bit, instances composed): ``"rr"``, ``"3nb"``, ``"pure"``, ``"local"``,
             ``"central-gaussian-per-instance"`` (the paper's central baseline), ``"central-laplace"``,
             ``"exact"`` (non-private, rounded features). Vector sums (`VECTOR_PROTOCOLS`) release
-            each class's feature sum at once with L2 accounting: ``"central-gaussian"`` (the
+            each class's feature sum at once with L2 accounting: ``"vector"`` (the shuffled
+            Skellam vector sum, `privsum.sums.SkellamVectorSum`), ``"central-gaussian"`` (the
             Gaussian mechanism with L2 sensitivity ``2 max||f||``, Balle & Wang's exact
             calibration; trusted curator), ``"exact-vector"`` (non-private; with ``kernel="ip"``
             the exact nearest-centroid classifier).

@@ -9,11 +9,13 @@ from typing import Any
 
 import numpy as np
 
+from privsum._deprecation import NOT_GIVEN, renamed
 from privsum._random import RNGLike
-from privsum._serialisation import Envelope, header_field, pack, unpack
+from privsum._serialisation import Envelope, check_key, header_field, pack, unpack
 from privsum._validation import check_choice, check_epsilon, check_integer, check_integer_array, check_real, invalid
 from privsum.accounting import GuaranteeEvent, Neighbouring, PrivacyGuarantee
 from privsum.exceptions import IncompatibleSketchError, InvalidParameterError
+from privsum.lsq.base import LOADER_PUBLIC_DRAWS, check_loader_draws
 from privsum.lsq.lsh import LSHFamily, family_from_spec
 from privsum.shuffle.streaming import is_chunk_stream, iter_user_chunks
 from privsum.sketches._noise import add_discrete_laplace
@@ -122,8 +124,8 @@ class _CounterArray(abc.ABC):
     def _header(self) -> dict[str, Any]:
         return {"family": self.family.spec(), "fingerprint": self.family.fingerprint(), "shape": [self.n_rows, self.width]}
 
-    def _serialise(self, kind: int, extra: dict[str, Any]) -> bytes:
-        return pack(_ENVELOPE, kind, {**self._header(), **extra}, self.counts, "<i8")
+    def _serialise(self, kind: int, extra: dict[str, Any], key: bytes | None = None) -> bytes:
+        return pack(_ENVELOPE, kind, {**self._header(), **extra}, self.counts, "<i8", key=key)
 
 
 class RACE(_CounterArray):
@@ -271,8 +273,9 @@ class RACE(_CounterArray):
         epsilon: float,
         *,
         neighbouring: Neighbouring | str = Neighbouring.ADD_REMOVE,
-        sampler: str = "opendp",
+        noise_source: str = "opendp",
         rng: RNGLike = None,
+        sampler: str = NOT_GIVEN,
     ) -> ReleasedRACE:
         """Release the sketch under pure epsilon-DP by adding discrete Laplace noise to every counter.
 
@@ -284,9 +287,10 @@ class RACE(_CounterArray):
         Args:
             epsilon: the privacy parameter, ``> 0``.
             neighbouring: ``"add-remove"`` (seed 002's relation) or ``"replace-one"``.
-            sampler: ``"opendp"`` (exact sampler, OS randomness; ``rng`` must be ``None`` or ``"secure"``) or
+            noise_source: ``"opendp"`` (exact sampler, OS randomness; ``rng`` must be ``None`` or ``"secure"``) or
                 ``"numpy"`` (seeded from ``rng``; floating-point geometric sampling, for experiments).
-            rng: private randomness for ``sampler="numpy"``; never stored.
+            rng: private randomness for ``noise_source="numpy"``; never stored.
+            sampler: deprecated name of ``noise_source``.
 
         Returns:
             A `ReleasedRACE` carrying the noisy counters and its accounting event. The exact
@@ -295,31 +299,40 @@ class RACE(_CounterArray):
         Privacy:
             ``(epsilon, 0)``-DP under the chosen relation, assuming each point is a different
             user (a user with ``k`` points has ``k`` times the sensitivity). The discrete Laplace
-            mechanism is exactly epsilon-DP for integer queries; with ``sampler="numpy"`` this holds
+            mechanism is exactly epsilon-DP for integer queries; with ``noise_source="numpy"`` this holds
             up to floating-point error of the sampler.
         """
         owner = "RACE.release"
+        noise_source = renamed("sampler", sampler, "noise_source", noise_source, "opendp", owner)
         epsilon = check_epsilon(epsilon, owner)
         relation = Neighbouring.parse(neighbouring, owner, SKETCH_RELATIONS)
         scale = noise_scale(self.n_rows, epsilon, relation)
         noisy = add_discrete_laplace(
-            self._counts, sensitivity=scale * epsilon, epsilon=epsilon, sampler=sampler, rng=rng, owner=owner
+            self._counts, sensitivity=scale * epsilon, epsilon=epsilon, noise_source=noise_source, rng=rng, owner=owner
         )
         return ReleasedRACE(
             family=self.family, counts=noisy, epsilon=epsilon, neighbouring=relation, noise_scales=(scale,), _token=_RELEASE_TOKEN
         )
 
-    def to_bytes(self) -> bytes:
-        """Versioned binary form (no pickle): header (JSON family spec, fingerprint) + int64 counters."""
-        return self._serialise(_KIND_RAW, {"n_updates": self._n_updates})
+    def to_bytes(self, *, key: bytes | None = None) -> bytes:
+        """Versioned binary form (no pickle): header (JSON family spec, fingerprint) + int64 counters.
+
+        ``key`` (at least 16 bytes) signs the bytes with HMAC-SHA256; the plain checksum only
+        detects corruption.
+        """
+        return self._serialise(_KIND_RAW, {"n_updates": self._n_updates}, check_key(key, "RACE.to_bytes"))
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> RACE:
-        """Rebuild a sketch from `to_bytes` output; raises on a corrupt or foreign payload."""
+    def from_bytes(cls, data: bytes, *, key: bytes | None = None, max_public_draws: int = LOADER_PUBLIC_DRAWS) -> RACE:
+        """Rebuild a sketch from `to_bytes` output; raises on a corrupt or foreign payload.
+
+        With ``key``, unsigned or mis-signed bytes are refused. The family's size is checked
+        against the counters and ``max_public_draws`` (default 2^20) before it is drawn.
+        """
         owner = "RACE.from_bytes"
-        header, counts = _parse(data, _KIND_RAW, owner)
+        header, counts = _parse(data, _KIND_RAW, owner, check_key(key, owner))
         n_updates = header_field(header, "n_updates", int, owner)
-        family = _family_from_header(header, owner)
+        family = _family_from_header(header, owner, max_public_draws, counts.shape[0])
         if not (n_updates >= 0 and np.all(counts >= 0) and np.all(counts.sum(axis=1) == n_updates)):
             raise invalid(
                 "data", "RACE.from_bytes", "counters consistent with the stored number of updates", "inconsistent counters"
@@ -438,7 +451,7 @@ class ReleasedRACE(_CounterArray):
         >>> from privsum.lsq import L2LSH
         >>> family = L2LSH(dimension=1, n_repetitions=50, bucket_width=2.0, n_buckets=32, seed=3)
         >>> sketch = RACE(family).update(np.linspace(-1, 1, 1000)[:, None])
-        >>> released = sketch.release(1.0, sampler="numpy", rng=0)
+        >>> released = sketch.release(1.0, noise_source="numpy", rng=0)
         >>> released.noise_scale, released.event.guarantee
         (50.0, PrivacyGuarantee(epsilon=1.0, delta=0.0, neighbouring='add-remove'))
     """
@@ -566,23 +579,33 @@ class ReleasedRACE(_CounterArray):
         """Not allowed: noise is added exactly once (raises `TypeError`)."""
         raise TypeError("A ReleasedRACE is already private; it cannot be released again.")
 
-    def to_bytes(self) -> bytes:
-        """Versioned binary form (no pickle): header (family, epsilon, relation, scales) + int64 counters."""
+    def to_bytes(self, *, key: bytes | None = None) -> bytes:
+        """Versioned binary form (no pickle): header (family, epsilon, relation, scales) + int64 counters.
+
+        ``key`` (at least 16 bytes) signs the bytes with HMAC-SHA256: the plain checksum only
+        detects corruption, anyone can edit the header (epsilon, noise scale) and recompute it.
+        """
         extra = {"epsilon": self.epsilon, "neighbouring": self.neighbouring.value, "noise_scale": self.noise_scale}
         if len(self.noise_scales) > 1:  # a merge: every part's scale (a single release keeps the original header)
             extra["noise_scales"] = list(self.noise_scales)
-        return self._serialise(_KIND_RELEASED, extra)
+        return self._serialise(_KIND_RELEASED, extra, check_key(key, "ReleasedRACE.to_bytes"))
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> ReleasedRACE:
-        """Rebuild a released sketch from `to_bytes` output."""
+    def from_bytes(cls, data: bytes, *, key: bytes | None = None, max_public_draws: int = LOADER_PUBLIC_DRAWS) -> ReleasedRACE:
+        """Rebuild a released sketch from `to_bytes` output (with ``key``: only bytes signed with it)."""
         owner = "ReleasedRACE.from_bytes"
-        header, counts = _parse(data, _KIND_RELEASED, owner)
-        family = _family_from_header(header, owner)
+        header, counts = _parse(data, _KIND_RELEASED, owner, check_key(key, owner))
+        family = _family_from_header(header, owner, max_public_draws, counts.shape[0])
         scale = header_field(header, "noise_scale", (int, float), owner)
-        scales = tuple(header.get("noise_scales", [scale]))  # several only for a merge
-        if not (scales and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in scales) and min(scales) == scale):
+        scales = header.get("noise_scales", [scale])  # several only for a merge
+        if not (
+            isinstance(scales, list)
+            and scales
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in scales)
+            and min(scales) == scale
+        ):
             raise invalid("data", owner, "noise scales whose smallest is the stored noise_scale", header.get("noise_scales"))
+        scales = tuple(scales)
         try:
             return cls(
                 family=family,
@@ -626,14 +649,19 @@ def _check_compatible(first: _CounterArray, second: Any, kind: type) -> None:
         )
 
 
-def _parse(data: Any, kind: int, owner: str) -> tuple[dict[str, Any], np.ndarray]:
-    header, counts = unpack(data, _ENVELOPE, kind, _KIND_NAMES[kind], "<i8", owner)
+def _parse(data: Any, kind: int, owner: str, key: bytes | None = None) -> tuple[dict[str, Any], np.ndarray]:
+    header, counts = unpack(data, _ENVELOPE, kind, _KIND_NAMES[kind], "<i8", owner, key=key)
     if counts.ndim != 2:
         raise invalid("data", owner, "a 2-D counter array", f"shape {counts.shape}")
     return header, counts.astype(np.int64)
 
 
-def _family_from_header(header: dict[str, Any], owner: str) -> LSHFamily:
+def _family_from_header(header: dict[str, Any], owner: str, max_public_draws: int, n_rows: int) -> LSHFamily:
+    """The family the header names, its size checked against the counters and ``max_public_draws`` before it is drawn."""
+    spec = header.get("family")
+    if not isinstance(spec, dict):
+        raise invalid("data", owner, "a hash family header (a JSON object)", type(spec).__name__)
+    check_loader_draws(spec, max_public_draws, owner, n_repetitions=n_rows)
     try:
         family = family_from_spec(header.get("family"))
     except InvalidParameterError as error:

@@ -21,7 +21,7 @@ SKETCH = RACE(FAMILY).update(np.random.default_rng(0).normal(size=(N_POINTS, 2))
 @pytest.mark.parametrize(("relation", "per_row"), [("add-remove", 1), ("replace-one", 2)])
 @pytest.mark.parametrize("epsilon", [0.5, 4.0])
 def test_noise_scale_and_variance_per_counter(relation, per_row, epsilon):
-    released = SKETCH.release(epsilon, neighbouring=relation, sampler="numpy", rng=17)
+    released = SKETCH.release(epsilon, neighbouring=relation, noise_source="numpy", rng=17)
     scale = per_row * ROWS / epsilon
     assert released.noise_scale == pytest.approx(scale)
     noise = (released.counts - SKETCH.counts).ravel()
@@ -37,7 +37,7 @@ def test_noise_scale_and_variance_per_counter(relation, per_row, epsilon):
 
 
 def test_noise_follows_the_discrete_laplace_pmf():
-    released = SKETCH.release(20.0, sampler="numpy", rng=3)  # scale 5
+    released = SKETCH.release(20.0, noise_source="numpy", rng=3)  # scale 5
     noise = (released.counts - SKETCH.counts).ravel()
     support = np.arange(-200, 201)
     assert_matches_pmf(noise, support, discrete_laplace_pmf(support, math.exp(-1 / 5)))
@@ -58,15 +58,15 @@ def test_opendp_sampler_noise_variance():
 
 
 def test_noise_comes_from_rng_at_call_time_and_differs_between_releases():
-    first = SKETCH.release(1.0, sampler="numpy", rng=5)
-    assert np.array_equal(first.counts, SKETCH.release(1.0, sampler="numpy", rng=5).counts)
-    assert not np.array_equal(first.counts, SKETCH.release(1.0, sampler="numpy", rng=6).counts)
+    first = SKETCH.release(1.0, noise_source="numpy", rng=5)
+    assert np.array_equal(first.counts, SKETCH.release(1.0, noise_source="numpy", rng=5).counts)
+    assert not np.array_equal(first.counts, SKETCH.release(1.0, noise_source="numpy", rng=6).counts)
     assert not np.array_equal(first.counts, SKETCH.counts)
     assert not hasattr(first, "n_updates") and not hasattr(first, "rng")
 
 
 def test_released_sketch_carries_its_event_and_cannot_be_noised_again():
-    released = SKETCH.release(2.0, neighbouring="replace-one", sampler="numpy", rng=1)
+    released = SKETCH.release(2.0, neighbouring="replace-one", noise_source="numpy", rng=1)
     assert released.event == GuaranteeEvent(PrivacyGuarantee(2.0, 0.0, Neighbouring.REPLACE_ONE))
     accountant = PrivacyAccountant()
     accountant.compose(released.event)
@@ -82,7 +82,7 @@ def test_released_sketch_carries_its_event_and_cannot_be_noised_again():
 def test_released_estimates_are_unbiased_over_the_noise():
     queries = np.array([[0.0, 0.0], [1.5, -0.5]])
     raw = SKETCH.estimate(queries)
-    draws = np.array([SKETCH.release(1.0, sampler="numpy", rng=seed).estimate(queries) for seed in range(300)])
+    draws = np.array([SKETCH.release(1.0, noise_source="numpy", rng=seed).estimate(queries) for seed in range(300)])
     for query in range(2):
         assert_mean(draws[:, query], float(raw[query]))
 
@@ -130,8 +130,8 @@ SECOND_POINTS = np.random.default_rng(21).normal(0.5, 1.0, size=(2000, 2))
 
 
 def test_merged_releases_add_counters_noise_and_report_the_parallel_composition():
-    first = RACE(FAMILY).update(FIRST_POINTS).release(1.0, sampler="numpy", rng=1)
-    second = RACE(FAMILY).update(SECOND_POINTS).release(2.0, sampler="numpy", rng=2)
+    first = RACE(FAMILY).update(FIRST_POINTS).release(1.0, noise_source="numpy", rng=1)
+    second = RACE(FAMILY).update(SECOND_POINTS).release(2.0, noise_source="numpy", rng=2)
     merged = first.merge(second, disjoint_users=True)
     np.testing.assert_array_equal(merged.counts, first.counts + second.counts)
     assert merged.guarantee == PrivacyGuarantee(2.0, 0.0, "add-remove") and merged.event == GuaranteeEvent(merged.guarantee)
@@ -150,8 +150,8 @@ def test_merged_estimates_are_unbiased_for_the_union_with_the_summed_noise():
     counter = (np.arange(ROWS), FAMILY.hash_codes(query)[0])
     draws, noise = [], []
     for seed in range(300):
-        merged = first.release(1.0, sampler="numpy", rng=2 * seed).merge(
-            second.release(4.0, sampler="numpy", rng=2 * seed + 1), disjoint_users=True
+        merged = first.release(1.0, noise_source="numpy", rng=2 * seed).merge(
+            second.release(4.0, noise_source="numpy", rng=2 * seed + 1), disjoint_users=True
         )
         draws.append(float(merged.estimate(query)[0]))
         noise.append((merged.counts - union.counts)[counter])
@@ -162,12 +162,12 @@ def test_merged_estimates_are_unbiased_for_the_union_with_the_summed_noise():
 def test_merge_refuses_incompatible_releases():
     from privsum.exceptions import IncompatibleSketchError
 
-    released = SKETCH.release(1.0, sampler="numpy", rng=0)
+    released = SKETCH.release(1.0, noise_source="numpy", rng=0)
     other_family = L2LSH(dimension=2, n_repetitions=ROWS, bucket_width=1.0, n_buckets=WIDTH, seed=5)
     with pytest.raises(IncompatibleSketchError):
-        released.merge(RACE(other_family).release(1.0, sampler="numpy", rng=0), disjoint_users=True)
+        released.merge(RACE(other_family).release(1.0, noise_source="numpy", rng=0), disjoint_users=True)
     with pytest.raises(IncompatibleSketchError, match="neighbouring"):
-        released.merge(SKETCH.release(1.0, neighbouring="replace-one", sampler="numpy", rng=0), disjoint_users=True)
+        released.merge(SKETCH.release(1.0, neighbouring="replace-one", noise_source="numpy", rng=0), disjoint_users=True)
     with pytest.raises(IncompatibleSketchError):
         released.merge(SKETCH, disjoint_users=True)
     with pytest.raises(IncompatibleSketchError):
@@ -183,4 +183,19 @@ def test_raw_sketch_equality_and_emptiness():
     assert sketch == RACE.from_bytes(sketch.to_bytes())
     other_family = L2LSH(dimension=2, n_repetitions=ROWS, bucket_width=1.0, n_buckets=WIDTH, seed=5)
     assert sketch != RACE(other_family).update(np.random.default_rng(0).normal(size=(N_POINTS, 2)))
-    assert sketch != sketch.release(1.0, sampler="numpy", rng=0)
+    assert sketch != sketch.release(1.0, noise_source="numpy", rng=0)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "name"),
+    [
+        ({"epsilon": 0.0}, "epsilon"),
+        ({"epsilon": float("nan")}, "epsilon"),
+        ({"epsilon": 1.0, "neighbouring": "swap"}, "neighbouring"),
+        ({"epsilon": 1.0, "neighbouring": "zero-out"}, "neighbouring"),  # a sketch has no null point
+        ({"epsilon": 1.0, "noise_source": "torch"}, "noise_source"),
+    ],
+)
+def test_release_validation(arguments, name):
+    with pytest.raises(InvalidParameterError, match=f"'{name}'"):
+        SKETCH.release(**arguments)

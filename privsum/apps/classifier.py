@@ -538,9 +538,7 @@ def _densities_at(densities: list[KDEFunction | None], family: LSQFamily, points
     live = [c for c, d in enumerate(densities) if d is not None]
     if not live or points.shape[0] == 0:
         return values
-    weights = np.stack(
-        [densities[c].coefficients.ravel() / (densities[c].n_users * family.n_repetitions) for c in live], axis=1
-    )
+    weights = np.stack([densities[c].coefficients.ravel() / (densities[c].n_users * family.n_repetitions) for c in live], axis=1)
     step = max(1, _QUERY_ENTRIES // width)
     for start in range(0, points.shape[0], step):
         chunk = points[start : start + step]

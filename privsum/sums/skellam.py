@@ -461,6 +461,8 @@ class SkellamVectorSum(ShuffleProtocol):
         if x is None:
             return (2 * self.noise_mu + self.n_users / (4 * (1 - self.rejection_probability))) / self.scale**2
         scaled = self._scaled_inputs(x)
+        if scaled.shape[0] > self.n_users:
+            raise invalid("x", type(self).__name__, f"at most n_users={self.n_users} rows", f"{scaled.shape[0]} rows")
         fraction = scaled - np.floor(scaled)
         mu = self.noise_mu * scaled.shape[0] / self.n_users
         return (2 * mu + (fraction * (1 - fraction)).sum(axis=0)) / self.scale**2

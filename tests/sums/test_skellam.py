@@ -265,6 +265,8 @@ def test_dropouts_warn_and_report_less_noise():
         protocol.event_for_participants(1_001)
     with pytest.raises(InvalidParameterError, match="'x'"):
         protocol.run(_unit_rows(1_001, 8, 0), rng=0)
+    with pytest.raises(InvalidParameterError, match="'x'"):
+        protocol.variance(_unit_rows(1_001, 8, 0))
 
 
 # --------------------------------------------------------------------------- bad input

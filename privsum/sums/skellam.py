@@ -17,7 +17,6 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.optimize import brentq
 
 from privsum._random import RNGLike, as_generator
 from privsum._validation import (
@@ -102,6 +101,8 @@ def skellam_tail(mu: float, probability: float) -> int:
         >>> skellam_tail(100.0, 1e-9) > 6 * math.sqrt(200)
         True
     """
+    from scipy.optimize import brentq  # imported where a modulus is sized
+
     owner = "skellam_tail"
     mu = check_real(mu, "mu", owner, low=0.0, low_open=True)
     probability = check_real(probability, "probability", owner, low=0.0, high=1.0, low_open=True)

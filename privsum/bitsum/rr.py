@@ -19,6 +19,7 @@ from privsum.accounting.events import GuaranteeEvent, PrivacyEvent, ProfileEvent
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
 from privsum.accounting.profile import PrivacyProfile, randomized_response_profile
 from privsum.bitsum.base import BitSumProtocol, check_calibration, instance_ids
+from privsum.exceptions import InvalidParameterError
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
 
@@ -313,6 +314,7 @@ _TAIL_MASS = 1e-30
 _BOUND_RTOL = 1e-9
 # Recently evaluated pairs are cached (they do not depend on epsilon or delta); at most 256 of them.
 _PAIR_CACHE_SIZE = 256
+_SMALLEST_TAIL = math.ulp(0.0)  # 5e-324, the smallest positive float
 
 
 def _binomial_window(trials: int, flip: float, tail_mass: float) -> tuple[np.ndarray, float]:
@@ -324,7 +326,8 @@ def _binomial_window(trials: int, flip: float, tail_mass: float) -> tuple[np.nda
     """
     if trials == 0:
         return np.ones(1), 0.0
-    log_term = math.log(1.0 / tail_mass)
+    tail_mass = max(tail_mass, _SMALLEST_TAIL)  # a larger cut is still bounded (and reported): no log(1/0)
+    log_term = -math.log(tail_mass)  # not log(1 / tail_mass): 1 / a subnormal tail overflows
     mean = trials * flip
     radius = log_term / 3.0 + math.sqrt((log_term / 3.0) ** 2 + 2.0 * mean * (1.0 - flip) * log_term)
     low = max(0, math.ceil(mean - radius - 1e-9))  # values below low are < mean - radius
@@ -522,14 +525,17 @@ def _tight_flip_probability(epsilon: float, delta: float, n_users: int) -> float
             flip = math.exp(log_flip)
             return max(float(_neighbour_pair(n_users, flip, k, tail).delta(epsilon)) for k in ks)
 
-        log_flip = calibrate(
-            delta_at,
-            target_delta=delta,
-            lower=math.log(_SMALLEST_FLIP),
-            upper=math.log(local),
-            more_private="increasing",
-            tolerance=1e-6,
-        )
+        try:
+            log_flip = calibrate(
+                delta_at,
+                target_delta=delta,
+                lower=math.log(_SMALLEST_FLIP),
+                upper=math.log(local),
+                more_private="increasing",
+                tolerance=1e-6,
+            )
+        except InvalidParameterError:  # delta below the numerical accuracy of the bound: epsilon-LDP meets any delta
+            return math.nextafter(local, 0.5)  # rounded towards more privacy
         flip = min(math.exp(log_flip), local)
         meets, violating_k = _meets_target(n_users, flip, epsilon, delta)
         if meets:

@@ -339,7 +339,7 @@ def _race() -> AuditCase:
             sketch = plus if use_neighbour else base
             rows, cols = touched[:, 0], touched[:, 1]
             excess = [
-                sketch.release(epsilon, sampler="numpy", rng=rng).counts[rows, cols] - base.counts[rows, cols]
+                sketch.release(epsilon, noise_source="numpy", rng=rng).counts[rows, cols] - base.counts[rows, cols]
                 for _ in range(runs)
             ]
             return _clamp(np.array(excess), 0, 1)
@@ -351,7 +351,7 @@ def _race() -> AuditCase:
         claimed=claimed,
         neighbours="3 points vs the same plus one (add-remove)",
         statistic="whether each counter the added point hashes to exceeds its count without the point",
-        path="RACE.release(sampler='numpy'): the public release, seeded sampler",
+        path="RACE.release(noise_source='numpy'): the public release, seeded sampler",
         sample=sampler(claimed.epsilon),
         sample_control=sampler(8.0),
         control="RACE.release(epsilon=8) claimed as epsilon=1",

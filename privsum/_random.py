@@ -15,7 +15,7 @@ distributions they produce are correct only up to rounding; such errors can in p
 exploited (Mironov, "On significance of the least significant bits for differential privacy",
 CCS 2012). The secure stream protects against an adversary who could predict or reconstruct a
 seeded pseudo-random stream; it does not remove the floating-point gap. Where exactness matters,
-use an exact sampler (for example `privsum.sketches.RACE.release` with ``sampler="opendp"``).
+use an exact sampler (for example `privsum.sketches.RACE.release` with ``noise_source="opendp"``).
 """
 
 from __future__ import annotations

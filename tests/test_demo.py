@@ -11,7 +11,7 @@ def test_demo_runs_end_to_end_at_a_tiny_size(tmp_path, capsys):
     assert "3nb" in printed and "replace-one" in printed and "Decoded words" in printed
     assert (tmp_path / "accuracy_vs_epsilon.svg").read_text().startswith("<svg")
     rows = (tmp_path / "accuracy_vs_epsilon.csv").read_text().splitlines()
-    vector_rows = sum(protocol in PROTOCOLS for _, protocol, _ in VECTOR_ROWS)
+    vector_rows = sum(protocol in PROTOCOLS for _, protocol, _, _ in VECTOR_ROWS)
     # header, exact x 2 kernels, exact centroid, (3 bit sums + central) x 2 kernels, rr-seed, vector-sum rows
     assert rows[0].startswith("protocol,kernel,epsilon,accuracy") and len(rows) == 1 + 2 + 1 + 2 * 4 + 1 + vector_rows
     assert "exact-centroid" in printed and "central-gaussian-clear" in printed and "messages/user" in printed

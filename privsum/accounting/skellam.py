@@ -41,11 +41,11 @@ References:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from privsum._validation import check_delta, check_real, invalid
+from privsum._validation import check_delta, check_integer, check_real, invalid
 from privsum.accounting.events import PrivacyEvent
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
 from privsum.accounting.pld import DEFAULT_DISCRETIZATION, PLDPair
@@ -134,6 +134,11 @@ class SkellamEvent(PrivacyEvent):
     checked) at which that is at most the requested delta. The headline is
     ``(epsilon(headline_delta), headline_delta)``.
 
+    ``count`` runs of the mechanism on the same users compose by Rényi DP: the curve is
+    ``count * rho(alpha)``, and ``eta`` and ``extra_delta`` are counted ``count`` times (each run's
+    view is within ``eta`` of its ideal counterpart, so the joint view is within ``count * eta``).
+    That composes far better than the accountant's generic composition of headlines.
+
     Privacy:
         Under ``relation``: neighbouring inputs move the integer query by a vector of L2 norm at
         most ``l2_sensitivity`` and L1 norm at most ``l1_sensitivity``. The Rényi bound of
@@ -160,9 +165,11 @@ class SkellamEvent(PrivacyEvent):
     statistical_distance: float = 0.0
     extra_delta: float = 0.0
     relation: Neighbouring | str = Neighbouring.REPLACE_ONE
+    count: int = 1
 
     def __post_init__(self) -> None:
         owner = "SkellamEvent"
+        check_integer(self.count, "count", owner, low=1, high=10**9)
         check_real(self.mu, "mu", owner, low=0.0, low_open=True)
         check_real(self.l2_sensitivity, "l2_sensitivity", owner, low=0.0, low_open=True)
         check_real(self.l1_sensitivity, "l1_sensitivity", owner, low=self.l2_sensitivity)
@@ -172,8 +179,21 @@ class SkellamEvent(PrivacyEvent):
         object.__setattr__(self, "relation", Neighbouring.parse(self.relation, owner))
 
     def rdp(self, orders: float | np.ndarray = RDP_ORDERS) -> np.ndarray:
-        """``rho(alpha)`` at integer orders (`skellam_rdp`); Rényi DP composes by adding these curves."""
-        return skellam_rdp(orders, mu=self.mu, l2_sensitivity=self.l2_sensitivity, l1_sensitivity=self.l1_sensitivity)
+        """``count * rho(alpha)`` at integer orders (`skellam_rdp`); Rényi DP composes by adding these curves."""
+        return self.count * skellam_rdp(
+            orders, mu=self.mu, l2_sensitivity=self.l2_sensitivity, l1_sensitivity=self.l1_sensitivity
+        )
+
+    def compose(self, count: int) -> SkellamEvent:
+        """``count`` sequential runs of this event, composed by Rényi DP (same headline delta).
+
+        Examples:
+            >>> event = SkellamEvent(mu=20_000.0, l2_sensitivity=40.0, l1_sensitivity=120.0, headline_delta=1e-6)
+            >>> bool(event.guarantee.epsilon < event.compose(4).guarantee.epsilon < 4 * event.guarantee.epsilon)
+            True
+        """
+        count = check_integer(count, "count", "SkellamEvent.compose", low=1, high=10**9)
+        return replace(self, count=self.count * count)
 
     def delta(self, epsilon: float) -> float:
         """``delta_rdp(epsilon) + (1 + e^epsilon) eta + extra_delta`` (capped at 1)."""
@@ -182,8 +202,8 @@ class SkellamEvent(PrivacyEvent):
 
     def _outside(self, epsilon: float) -> float:
         if self.statistical_distance == 0:
-            return self.extra_delta
-        return (1 + math.exp(min(epsilon, 700.0))) * self.statistical_distance + self.extra_delta
+            return self.count * self.extra_delta
+        return self.count * ((1 + math.exp(min(epsilon, 700.0))) * self.statistical_distance + self.extra_delta)
 
     def epsilon(self, delta: float) -> float:
         """Least epsilon with ``delta(epsilon) <= delta`` (``inf`` when none).

@@ -32,8 +32,18 @@ from privsum.kde.protocol import ShuffledKDE
 from privsum.kde.vector import VectorSumKDE
 from privsum.lsq import IdentityFeatures, LSQFamily, RandomFourierFeatures, RandomSigns, SignedRandomProjection
 from privsum.sums.central_vector import CentralGaussianVectorSum, ExactVectorSum
+from privsum.sums.skellam import SkellamVectorSum
 
-__all__ = ["KERNELS", "LABEL_PRIVACY", "PROTOCOLS", "VECTOR_PROTOCOLS", "ShuffledKDEClassifier", "decode_class"]
+__all__ = [
+    "DECODING_SCORES",
+    "KERNELS",
+    "LABEL_PRIVACY",
+    "PROTOCOLS",
+    "VECTOR_PROTOCOLS",
+    "ShuffledKDEClassifier",
+    "decode_class",
+    "decode_classes",
+]
 
 PROTOCOLS: dict[str, type] = {
     "rr": RRBitSum,
@@ -43,11 +53,12 @@ PROTOCOLS: dict[str, type] = {
     "central-gaussian-per-instance": CentralGaussianBitSum,
     "central-laplace": CentralLaplaceBitSum,
     "exact": ExactBitSum,
+    "vector": SkellamVectorSum,
     "central-gaussian": CentralGaussianVectorSum,
     "exact-vector": ExactVectorSum,
 }
 #: Protocols that sum each class's feature vectors at once (`privsum.kde.VectorSumKDE`); the others are bit sums.
-VECTOR_PROTOCOLS = ("central-gaussian", "exact-vector")
+VECTOR_PROTOCOLS = ("vector", "central-gaussian", "exact-vector")
 KERNELS = ("gaussian", "ip", "lsh")
 #: How labels are protected: a separate randomized-response round, or inside one joint vector sum.
 LABEL_PRIVACY = ("round", "joint")
@@ -65,7 +76,9 @@ class ShuffledKDEClassifier(ClassifierBase):
     ``n = n_c``; ``predict`` returns ``argmax_c K_c(x)``. A scikit-learn classifier when
     scikit-learn is installed (it passes ``check_estimator``); the same conventions otherwise:
     ``__init__`` only stores, fitted attributes end with ``_``. `class_densities` gives every
-    class's private density; `decision_function` follows scikit-learn's shape convention.
+    class's private density; `decision_function` follows scikit-learn's shape convention;
+    `predict_proba` normalises the densities into class probabilities (see there: noisy
+    densities can be negative, and they are not calibrated probabilities).
 
     Args:
         classes: the public label set. ``None`` infers it from the data, which reveals it: a
@@ -77,7 +90,8 @@ class ShuffledKDEClassifier(ClassifierBase):
             rounded to one bit, instances composed): ``"rr"``, ``"3nb"``, ``"pure"``, ``"local"``,
             ``"central-gaussian-per-instance"`` (the paper's central baseline), ``"central-laplace"``,
             ``"exact"`` (non-private, rounded features). Vector sums (`VECTOR_PROTOCOLS`) release
-            each class's feature sum at once with L2 accounting: ``"central-gaussian"`` (the
+            each class's feature sum at once with L2 accounting: ``"vector"`` (the shuffled
+            Skellam vector sum, `privsum.sums.SkellamVectorSum`), ``"central-gaussian"`` (the
             Gaussian mechanism with L2 sensitivity ``2 max||f||``, Balle & Wang's exact
             calibration; trusted curator), ``"exact-vector"`` (non-private; with ``kernel="ip"``
             the exact nearest-centroid classifier).
@@ -372,26 +386,78 @@ class ShuffledKDEClassifier(ClassifierBase):
         return _densities_at(self.densities_, self.family_, points)
 
     def decision_function(self, X: Any) -> np.ndarray:
-        """scikit-learn's convention: `class_densities`, or for two classes the second minus the first."""
+        """scikit-learn's convention: `class_densities` for three or more classes; for two, one score per point.
+
+        With two classes the score is ``predict_proba[:, 1] - predict_proba[:, 0]`` (in
+        ``[-1, 1]``; positive: the second class), so that it ranks points exactly as the
+        probabilities do; `class_densities` gives the raw densities.
+        """
         densities = self.class_densities(X)
         if densities.shape[1] != 2:
             return densities
-        with np.errstate(invalid="ignore"):
-            margin = densities[:, 1] - densities[:, 0]
-        return np.where(np.isnan(margin), 0.0, margin)  # both classes empty: no preference
+        probabilities = probabilities_from_densities(densities)
+        return probabilities[:, 1] - probabilities[:, 0]  # both classes empty: 0, no preference
 
     def predict(self, X: Any) -> np.ndarray:
         """The class of highest private density at each point (the first such class on ties)."""
         densities = self.class_densities(X)
         return self.classes_[np.argmax(densities, axis=1)]
 
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Class probabilities from the private densities, shape ``(n, n_classes)``; rows sum to 1.
+
+        ``p_c(x) = max(K_c(x), 0) / sum_c' max(K_c'(x), 0)``: the densities, each clipped below at
+        0, normalised at each point. A noisy density can be negative (noise exceeding the true
+        density, where a class has little mass); clipping treats it as "no support". Classes
+        with no released density (no user reported them) get 0. Where no class has a positive
+        density at ``x`` (noise dominates everywhere), the densities are shifted by their
+        minimum over the released classes and normalised instead (uniform when they are all
+        equal): a weak ordering that keeps ``argmax`` equal to `predict`.
+
+        These are the model's relative densities, **not calibrated probabilities**: the classes'
+        sizes (priors) are not used, since `predict` compares densities alone, and the privacy
+        noise makes small densities unreliable. Post-processing of the released model: no extra
+        privacy cost.
+        """
+        return probabilities_from_densities(self.class_densities(X))
+
     def _check_fitted(self) -> None:
         if not hasattr(self, "densities_"):
             raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; call 'fit' first.")
 
 
-def decode_class(model: ShuffledKDEClassifier, label: Any, words: Any, embeddings: Any, *, top_k: int = 10) -> list[str]:
-    """The ``top_k`` words of a public vocabulary with the highest private density for ``label``.
+#: How `decode_class` ranks the vocabulary.
+DECODING_SCORES = ("log_ratio", "density")
+
+
+def decode_class(
+    model: Any,
+    label: Any,
+    words: Any,
+    embeddings: Any,
+    *,
+    top_k: int = 10,
+    score: str = "log_ratio",
+    floor_quantile: float = 0.9,
+) -> list[str]:
+    """The ``top_k`` words of a public vocabulary that best describe ``label`` under the private model.
+
+    Args:
+        model: a fitted `ShuffledKDEClassifier`, or a fitted scikit-learn ``Pipeline`` whose last
+            step is one (the embeddings then pass through the earlier steps' ``transform`` first).
+        label: one of the model's classes.
+        words: the vocabulary, one word per row of ``embeddings``.
+        embeddings: ``(len(words), d)`` public embeddings of the words (before the pipeline's steps).
+        top_k: how many words to return.
+        score: ``"log_ratio"`` (default) ranks by ``log K_c(v) - log mean_c' K_c'(v)``, the class's
+            density relative to the mean over all classes with a released density, so words
+            that are dense for every class (generic words) do not top every list.
+            ``"density"`` ranks by the class's own density ``K_c(v)`` (Wagner, ICLR 2025,
+            section 3.3).
+        floor_quantile: for ``"log_ratio"``, every released density below this quantile of all
+            of them (over classes and words) is raised to it first: the ratio of two small noisy
+            densities is noise (and a noisy release can be zero or negative), so only words where
+            the class is dense can rank high; ties are broken by the class's density. In ``[0, 1)``.
 
     Privacy:
         Post-processing of the fitted model with public data: no further cost.
@@ -404,21 +470,109 @@ def decode_class(model: ShuffledKDEClassifier, label: Any, words: Any, embedding
         >>> decode_class(model, 0, ["east", "west"], np.array([[3.0, 0.0], [-3.0, 0.0]]), top_k=1)
         ['east']
     """
+    return decode_classes(
+        model, words, embeddings, labels=[label], top_k=top_k, score=score, floor_quantile=floor_quantile, owner="decode_class"
+    )[label]
+
+
+def decode_classes(
+    model: Any,
+    words: Any,
+    embeddings: Any,
+    *,
+    labels: Any = None,
+    top_k: int = 10,
+    score: str = "log_ratio",
+    floor_quantile: float = 0.9,
+    owner: str = "decode_classes",
+) -> dict[Any, list[str]]:
+    """`decode_class` for several classes at once (default: every class), evaluating each density once.
+
+    Args:
+        model: as in `decode_class`.
+        words: as in `decode_class`.
+        embeddings: as in `decode_class`.
+        labels: the classes to decode (default: all of ``model.classes_``).
+        top_k: how many words per class.
+        score: as in `decode_class`.
+        floor_quantile: as in `decode_class`.
+        owner: the name used in error messages.
+
+    Privacy:
+        Post-processing of the fitted model with public data: no further cost.
+    """
+    model, transform = _classifier_of(model, owner)
     model._check_fitted()
-    matches = np.flatnonzero(model.classes_ == label)
-    if matches.size != 1:
-        raise invalid("label", "decode_class", f"one of {model.classes_.tolist()}", label)
-    top_k = check_integer(top_k, "top_k", "decode_class", low=1)
+    labels = list(model.classes_) if labels is None else list(labels)
+    indices = {}
+    for label in labels:
+        matches = np.flatnonzero(model.classes_ == label)
+        if matches.size != 1:
+            raise invalid("label", owner, f"one of {model.classes_.tolist()}", label)
+        indices[label] = int(matches[0])
+    top_k = check_integer(top_k, "top_k", owner, low=1)
+    score = check_choice(score, "score", owner, DECODING_SCORES)
+    floor_quantile = check_real(floor_quantile, "floor_quantile", owner, low=0.0, high=1.0, high_open=True)
     words = list(words)
-    vectors = check_array(embeddings, "embeddings", "decode_class", ndim=2)
+    vectors = check_array(embeddings, "embeddings", owner, ndim=2)
     if vectors.shape[0] != len(words):
-        raise invalid("embeddings", "decode_class", f"one row per word ({len(words)})", f"shape {vectors.shape}")
-    density = model.densities_[int(matches[0])]
-    if density is None:
-        return []
-    scores = density(vectors)
-    order = np.argsort(-scores, kind="stable")[:top_k]
-    return [words[i] for i in order]
+        raise invalid("embeddings", owner, f"one row per word ({len(words)})", f"shape {vectors.shape}")
+    if transform is not None:
+        vectors = transform(vectors)
+    needed = range(len(model.densities_)) if score == "log_ratio" else set(indices.values())
+    densities = {c: np.asarray(model.densities_[c](vectors), dtype=float) for c in needed if model.densities_[c] is not None}
+    scores = _log_ratio_scores(densities, floor_quantile) if score == "log_ratio" and densities else densities
+    decoded = {}
+    for label, index in indices.items():
+        if index not in densities:  # no user reported this class: nothing was released for it
+            decoded[label] = []
+            continue
+        order = np.lexsort((-densities[index], -scores[index]))[:top_k]  # ties (all floored): the higher density first
+        decoded[label] = [words[i] for i in order]
+    return decoded
+
+
+def _classifier_of(model: Any, owner: str) -> tuple[ShuffledKDEClassifier, Any]:
+    """The classifier and, for a scikit-learn ``Pipeline`` ending in one, the transform of its earlier steps."""
+    if isinstance(model, ShuffledKDEClassifier):
+        return model, None
+    steps = getattr(model, "steps", None)
+    if isinstance(steps, list) and steps and isinstance(steps[-1][1], ShuffledKDEClassifier):
+        return steps[-1][1], (model[:-1].transform if len(steps) > 1 else None)
+    raise invalid("model", owner, "a ShuffledKDEClassifier or a Pipeline ending in one", type(model).__name__)
+
+
+def _log_ratio_scores(densities: dict[int, np.ndarray], floor_quantile: float) -> dict[int, np.ndarray]:
+    """``log K_c - log mean_c' K_c'`` over the released densities, each raised to their ``floor_quantile`` first."""
+    values = np.array(list(densities.values()))
+    floor = max(float(np.quantile(values, floor_quantile)), float(np.finfo(float).tiny))
+    values = np.maximum(values, floor)
+    log_mean = np.log(values.mean(axis=0))
+    return {c: np.log(values[position]) - log_mean for position, c in enumerate(densities)}
+
+
+def probabilities_from_densities(densities: np.ndarray) -> np.ndarray:
+    """`ShuffledKDEClassifier.predict_proba` from a ``(n, n_classes)`` array of densities (``-inf``: no density).
+
+    Examples:
+        >>> probabilities_from_densities(np.array([[0.3, 0.1, -0.2], [-0.1, -0.3, -np.inf]])).round(3).tolist()
+        [[0.75, 0.25, 0.0], [1.0, 0.0, 0.0]]
+    """
+    densities = np.asarray(densities, dtype=float)
+    released = np.isfinite(densities)
+    support = np.where(released, np.maximum(densities, 0.0), 0.0)
+    totals = support.sum(axis=1, keepdims=True)
+    probabilities = np.divide(support, totals, out=np.zeros_like(support), where=totals > 0)
+    weak = totals[:, 0] <= 0
+    if np.any(weak):
+        values, live = densities[weak], released[weak]
+        lowest = np.where(live, values, np.inf).min(axis=1, keepdims=True)
+        shifted = np.where(live, values - np.where(np.isfinite(lowest), lowest, 0.0), 0.0)
+        spread = shifted.sum(axis=1, keepdims=True)
+        n_live = live.sum(axis=1, keepdims=True)
+        uniform = np.where(n_live > 0, live / np.maximum(n_live, 1), 1.0 / densities.shape[1])
+        probabilities[weak] = np.where(spread > 0, shifted / np.where(spread > 0, spread, 1.0), uniform)
+    return probabilities
 
 
 def _densities_at(densities: list[KDEFunction | None], family: LSQFamily, points: np.ndarray) -> np.ndarray:
@@ -432,9 +586,7 @@ def _densities_at(densities: list[KDEFunction | None], family: LSQFamily, points
     live = [c for c, d in enumerate(densities) if d is not None]
     if not live or points.shape[0] == 0:
         return values
-    weights = np.stack(
-        [densities[c].coefficients.ravel() / (densities[c].n_users * family.n_repetitions) for c in live], axis=1
-    )
+    weights = np.stack([densities[c].coefficients.ravel() / (densities[c].n_users * family.n_repetitions) for c in live], axis=1)
     step = max(1, _QUERY_ENTRIES // width)
     for start in range(0, points.shape[0], step):
         chunk = points[start : start + step]

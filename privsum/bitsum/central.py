@@ -302,6 +302,7 @@ class CentralGaussianBitSum(_Curated):
                 upper=upper,
                 more_private="increasing",
                 tolerance=1e-7,
+                caller=(owner, "delta", delta),
             )
         protocol = cls(n_users=n_users, scale=sigma, delta=delta, noise_source=noise_source)
         if not protocol.guarantee.epsilon <= epsilon * (1 + 1e-9):

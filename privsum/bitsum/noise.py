@@ -254,6 +254,7 @@ class ThreeNBBitSum(_SignedCounts):
                 upper=1.0,
                 more_private="decreasing",
                 tolerance=1e-5,
+                caller=(owner, "delta", delta),
             )
             noise_ratio = math.exp(-share * epsilon)
         profile = profile_at(noise_ratio)
@@ -372,6 +373,8 @@ class PureBitSum(_SignedCounts):
         n_users = check_integer(n_users, "n_users", owner, low=1)
         calibration = check_calibration(calibration, owner)
         smallest_drop = math.exp(-epsilon)
+        if not smallest_drop < 1.0 - 1e-9:  # the drop probability e^-epsilon rounds to 1 in double precision
+            raise invalid("epsilon", owner, "a real number in [1e-08, 100] (smaller drops every bit)", epsilon)
 
         def noise_for(drop: float) -> float:
             return (1.0 - drop) / (math.exp(epsilon) - drop)

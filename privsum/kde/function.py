@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from privsum._serialisation import Envelope, header_field, pack, unpack
-from privsum._validation import check_array, check_integer, invalid
+from privsum._serialisation import Envelope, check_key, header_field, pack, unpack
+from privsum._validation import MAX_INT64, check_array, check_integer, invalid
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
 from privsum.exceptions import InvalidParameterError
-from privsum.lsq.base import LSQFamily
+from privsum.lsq.base import LOADER_PUBLIC_DRAWS, LSQFamily, check_loader_draws
 from privsum.lsq.lsh import LSHFamily, family_from_spec
 
 __all__ = ["KDEFunction"]
@@ -120,10 +120,16 @@ class KDEFunction:
         """The neighbouring relation of `guarantee` (``None`` without a guarantee)."""
         return None if self.guarantee is None else self.guarantee.neighbouring
 
-    def to_bytes(self) -> bytes:
+    def to_bytes(self, *, key: bytes | None = None) -> bytes:
         """Versioned serialisation: magic, version, a JSON header, the float64 coefficients and a SHA-256 checksum.
 
         Nothing is pickled; `from_bytes` rebuilds the family from its public parameters (its seed).
+
+        Args:
+            key: optional secret (at least 16 bytes) to sign the bytes with HMAC-SHA256. The
+                checksum alone only detects corruption: anyone can edit a header and recompute
+                it. A signature lets the holder of ``key`` detect any edit (`from_bytes` with the
+                same ``key``).
 
         Examples:
             >>> from privsum.lsq import RandomFourierFeatures
@@ -131,24 +137,42 @@ class KDEFunction:
             >>> released = KDEFunction(family, np.ones((3, 1)), n_users=10, guarantee=PrivacyGuarantee(1.0, 1e-6))
             >>> KDEFunction.from_bytes(released.to_bytes()) == released
             True
+            >>> secret = b"a secret of 16+ bytes"
+            >>> KDEFunction.from_bytes(released.to_bytes(key=secret), key=secret) == released
+            True
         """
+        key = check_key(key, "KDEFunction.to_bytes")
         header = {"family": _family_spec(self.family), "n_users": self.n_users, "guarantee": _guarantee_spec(self.guarantee)}
-        return pack(_ENVELOPE, _KIND, header, self.coefficients, _DTYPE)
+        return pack(_ENVELOPE, _KIND, header, self.coefficients, _DTYPE, key=key)
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> KDEFunction:
+    def from_bytes(cls, data: bytes, *, key: bytes | None = None, max_public_draws: int = LOADER_PUBLIC_DRAWS) -> KDEFunction:
         """Inverse of `to_bytes`; refuses corrupted bytes, unknown formats or versions and foreign families.
 
         Nothing is unpickled: the header is JSON and the coefficients raw little-endian float64.
+        Every header field is checked, and the family's size (public draws, repetitions) against
+        the payload and ``max_public_draws``, before the family's public randomness is drawn.
+
+        Args:
+            data: `to_bytes` output.
+            key: the secret the bytes were signed with; when given, unsigned or mis-signed bytes
+                are refused. Without it the checksum only detects corruption, not edits.
+            max_public_draws: most numbers the rebuilt family may draw (default 2^20, 8 MiB);
+                raise it (up to 2^27) to load a larger family from a trusted source.
 
         Raises:
-            InvalidParameterError: naming ``data``, for any bytes `to_bytes` did not write.
+            InvalidParameterError: naming ``data``, for any bytes `to_bytes` did not write (or
+                not signed with ``key``).
         """
         owner = "KDEFunction.from_bytes"
-        header, coefficients = unpack(data, _ENVELOPE, _KIND, "a KDEFunction", _DTYPE, owner)
+        key = check_key(key, owner)
+        header, coefficients = unpack(data, _ENVELOPE, _KIND, "a KDEFunction", _DTYPE, owner, key=key)
         n_users = header_field(header, "n_users", int, owner)
-        family = _family_from_spec(header_field(header, "family", dict, owner))
+        if not 1 <= n_users <= MAX_INT64:
+            raise invalid("data", owner, "a header 'n_users' in [1, 2^63 - 1]", n_users)
+        spec = header_field(header, "family", dict, owner)
         guarantee = _guarantee_from_spec(header.get("guarantee"), owner)
+        family = _family_from_spec(spec, max_public_draws, coefficients.shape)
         try:
             return cls(family, coefficients, n_users, guarantee)
         except InvalidParameterError as error:
@@ -189,12 +213,16 @@ def _family_spec(family: LSQFamily) -> dict[str, Any]:
     return {"class": name, "parameters": fields}
 
 
-def _family_from_spec(spec: dict[str, Any]) -> LSQFamily:
+def _family_from_spec(spec: dict[str, Any], max_public_draws: int, payload_shape: tuple[int, ...]) -> LSQFamily:
     owner = "KDEFunction.from_bytes"
     family_class = _FAMILIES.get(spec.get("class"))  # type: ignore[arg-type]
     parameters = spec.get("parameters")
     if family_class is None or not isinstance(parameters, dict) or set(spec) != {"class", "parameters"}:
         raise invalid("data", owner, f"a family header naming one of {sorted(_FAMILIES)}", spec.get("class"))
+    rows = payload_shape[0] if len(payload_shape) == 2 else None
+    if rows is None:
+        raise invalid("data", owner, "a 2-D coefficient payload", f"shape {payload_shape}")
+    check_loader_draws(parameters, max_public_draws, owner, n_repetitions=rows)  # before any public draw
     try:
         if issubclass(family_class, LSHFamily):
             return family_from_spec(parameters)

@@ -100,6 +100,52 @@ class LSQFamily(abc.ABC):
 MAX_PUBLIC_DRAWS = 2**27
 
 
+#: Most public draws a loader (``from_bytes``) rebuilds a family from by default: 2^20 numbers, 8 MiB
+#: of float64, so a crafted file is refused before it costs more; pass ``max_public_draws`` to load
+#: a larger family from a source you trust.
+LOADER_PUBLIC_DRAWS = 2**20
+
+
+def declared_public_draws(parameters: Any, owner: str) -> tuple[int, int]:
+    """``(n_repetitions, draws)`` that a family built from serialised ``parameters`` would make, without drawing.
+
+    ``draws`` bounds the numbers drawn for the public randomness: ``n_repetitions * (n_bits * w + 3)``
+    with ``w`` the working dimension (a projection's output dimension, else ``dimension``), plus
+    twice the padded input dimension for a projection. Malformed sizes are refused naming ``data``.
+    """
+    if not isinstance(parameters, dict):
+        raise invalid("data", owner, "a family header with its parameters", type(parameters).__name__)
+
+    def size(value: Any, name: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not (1 <= value <= 2**62):
+            raise invalid("data", owner, f"a family header whose {name!r} is an integer in [1, 2^62]", value)
+        return value
+
+    dimension = size(parameters.get("dimension"), "dimension")
+    n_repetitions = size(parameters.get("n_repetitions", 1), "n_repetitions")
+    n_bits = size(parameters.get("n_bits", 1), "n_bits")
+    projection = parameters.get("projection")
+    working, rotation = dimension, 0
+    if projection is not None:
+        if not isinstance(projection, dict):
+            raise invalid("data", owner, "a family header whose 'projection' is None or a dict", type(projection).__name__)
+        working = size(projection.get("output_dimension"), "output_dimension")
+        rotation = 2 * (1 << (dimension - 1).bit_length())
+    return n_repetitions, n_repetitions * (n_bits * working + 3) + rotation
+
+
+def check_loader_draws(parameters: Any, max_public_draws: Any, owner: str, *, n_repetitions: int | None = None) -> None:
+    """Refuse (before any drawing) a serialised family above ``max_public_draws`` or with the wrong ``n_repetitions``."""
+    limit = check_integer(max_public_draws, "max_public_draws", owner, low=1, high=MAX_PUBLIC_DRAWS)
+    repetitions, draws = declared_public_draws(parameters, owner)
+    if n_repetitions is not None and repetitions != n_repetitions:
+        raise invalid("data", owner, f"a family of {n_repetitions} repetitions (the payload's rows)", repetitions)
+    if not draws <= limit:
+        raise invalid(
+            "data", owner, f"a family of at most max_public_draws={limit} public draws (raise it for a trusted file)", draws
+        )
+
+
 def check_common(family: LSQFamily, owner: str) -> None:
     """Validate the attributes every family has: ``dimension``, ``n_repetitions``, ``seed``."""
     dimension = check_integer(family.dimension, "dimension", owner, low=1, high=MAX_PUBLIC_DRAWS)

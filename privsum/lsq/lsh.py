@@ -18,7 +18,7 @@ import numpy as np
 from scipy import stats
 
 from privsum._validation import check_array, check_integer, check_real, invalid
-from privsum.lsq.base import LSQFamily, Repetitions, check_common
+from privsum.lsq.base import MAX_PUBLIC_DRAWS, LSQFamily, Repetitions, check_common
 from privsum.lsq.hadamard import FastJLT
 from privsum.lsq.rff import _squared_distances, apply_projection, check_projection
 
@@ -477,6 +477,11 @@ class SignedRandomProjection(LSHFamily):
         check_common(self, owner)
         check_integer(self.n_bits, "n_bits", owner, low=1, high=_MAX_SRP_BITS)
         working = check_projection(self.projection, self.dimension, owner)
+        if not self.n_repetitions * self.n_bits * working <= MAX_PUBLIC_DRAWS:
+            bound = max(1, MAX_PUBLIC_DRAWS // (self.n_repetitions * working))
+            raise invalid(
+                "n_bits", owner, f"at most {bound} (n_repetitions * n_bits * dimension <= 2^27 public draws)", self.n_bits
+            )
         rng = np.random.default_rng(self.seed)
         object.__setattr__(self, "directions", rng.standard_normal((self.n_repetitions, self.n_bits, working)))
 

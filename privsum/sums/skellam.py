@@ -17,7 +17,6 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.optimize import brentq
 
 from privsum._random import RNGLike, as_generator
 from privsum._validation import (
@@ -43,6 +42,8 @@ from privsum.sums.multi_message import default_share_count, supported_security_b
 __all__ = [
     "MAX_DIMENSION",
     "MAX_FAITHFUL_MESSAGES",
+    "MAX_SCALED_NORM",
+    "MAX_SHARES",
     "NORM_TOLERANCE",
     "SkellamVectorSum",
     "conditional_rounding_l2_bound",
@@ -51,6 +52,8 @@ __all__ = [
 
 MAX_DIMENSION = 2**24
 MAX_FAITHFUL_MESSAGES = 2**23  # the faithful path materialises n * d * m messages
+MAX_SHARES = 1024  # shares per coordinate: sums of m residues below 2^46 stay below 2^63
+MAX_SCALED_NORM = 2.0**30  # gamma * c: squared norms of the rounded vectors, (gamma c + sqrt(d))^2, fit in int64
 NORM_TOLERANCE = 1e-9  # relative slack on the norm check (unit vectors normalised in floating point)
 RELATIONS = (Neighbouring.REPLACE_ONE, Neighbouring.ZERO_OUT)
 _RETRY_FAILURE_LOG2 = -80.0  # a user's rounding gives up with probability at most 2^-80 (counted in delta)
@@ -98,6 +101,8 @@ def skellam_tail(mu: float, probability: float) -> int:
         >>> skellam_tail(100.0, 1e-9) > 6 * math.sqrt(200)
         True
     """
+    from scipy.optimize import brentq  # imported where a modulus is sized
+
     owner = "skellam_tail"
     mu = check_real(mu, "mu", owner, low=0.0, low_open=True)
     probability = check_real(probability, "probability", owner, low=0.0, high=1.0, low_open=True)
@@ -213,14 +218,14 @@ class SkellamVectorSum(ShuffleProtocol):
         check_real(self.norm_bound, "norm_bound", owner, low=0.0, low_open=True)
         check_real(self.scale, "scale", owner, low=0.0, low_open=True)
         check_real(self.noise_mu, "noise_mu", owner, low=0.0, low_open=True)
-        check_integer(self.n_shares, "n_shares", owner, low=2)
+        check_integer(self.n_shares, "n_shares", owner, low=2, high=MAX_SHARES)
         check_integer(self.modulus, "modulus", owner, low=2, high=SPARSE_MAX_MODULUS)
         check_delta(self.delta, owner, allow_zero=False)
         check_real(self.rejection_probability, "rejection_probability", owner, low=0.0, high=0.5, low_open=True)
         relation = Neighbouring.parse(self.neighbouring, owner, RELATIONS)
         object.__setattr__(self, "neighbouring", relation)
-        if not self.radius * self.scale < 2**40:
-            raise invalid("scale", owner, "such that scale * norm_bound < 2^40", self.scale)
+        if not self.radius * self.scale < MAX_SCALED_NORM:
+            raise invalid("scale", owner, "such that scale * norm_bound < 2^30 (integer norms must fit in 64 bits)", self.scale)
         if not self.wrap_probability() + 2.0**_RETRY_FAILURE_LOG2 < self.delta:
             raise invalid(
                 "modulus",
@@ -307,7 +312,7 @@ class SkellamVectorSum(ShuffleProtocol):
             candidates = [check_real(scale, "scale", owner, low=0.0, low_open=True)]
         options = []
         for gamma in candidates:
-            if not gamma * norm_bound * (1 + NORM_TOLERANCE) < 2**40:
+            if not gamma * norm_bound * (1 + NORM_TOLERANCE) < MAX_SCALED_NORM:
                 continue
             mu = _calibrate_mu(epsilon, noise_delta, gamma=gamma, **common)
             modulus = 2 ** math.ceil(
@@ -325,7 +330,11 @@ class SkellamVectorSum(ShuffleProtocol):
         _, gamma, mu, modulus = min((o for o in options if o[0] <= least * 1.01), key=lambda o: o[1])
         security_bits = math.log2((1 + math.exp(epsilon)) * dimension / (delta * share_fraction))
         least_shares = default_share_count(security_bits, modulus, n_users)
-        shares = least_shares if n_shares is None else check_integer(n_shares, "n_shares", owner, low=least_shares)
+        if least_shares > MAX_SHARES:
+            raise invalid("n_users", owner, f"large enough that at most {MAX_SHARES} shares suffice", n_users)
+        shares = (
+            least_shares if n_shares is None else check_integer(n_shares, "n_shares", owner, low=least_shares, high=MAX_SHARES)
+        )
         protocol = cls(scale=gamma, noise_mu=mu, n_shares=shares, modulus=modulus, **common)
         for _ in range(60):  # float rounding in the conversion: never return a protocol above the target
             if protocol.guarantee.epsilon <= epsilon:
@@ -453,6 +462,8 @@ class SkellamVectorSum(ShuffleProtocol):
         if x is None:
             return (2 * self.noise_mu + self.n_users / (4 * (1 - self.rejection_probability))) / self.scale**2
         scaled = self._scaled_inputs(x)
+        if scaled.shape[0] > self.n_users:
+            raise invalid("x", type(self).__name__, f"at most n_users={self.n_users} rows", f"{scaled.shape[0]} rows")
         fraction = scaled - np.floor(scaled)
         mu = self.noise_mu * scaled.shape[0] / self.n_users
         return (2 * mu + (fraction * (1 - fraction)).sum(axis=0)) / self.scale**2
@@ -569,19 +580,26 @@ class SkellamVectorSum(ShuffleProtocol):
         return SparseMessageHistogram.from_pairs(coordinates.ravel(), shares.ravel(), ones, self.dimension)
 
     def partial_view(self, chunk: Any, *, rng: RNGLike = None, path: str = "fast") -> PartialView:
-        """One chunk of users' shares, counted (participants are checked once, on the total)."""
+        """One chunk of users, counted (participants are checked once, on the total).
+
+        ``"faithful"``: the chunk's shares, shuffled, as a sparse view. ``"fast"``: one message per
+        coordinate, the residue of the chunk's share sum, ``(sum round(y_i) + Sk(k mu / n)) mod q``
+        for ``k`` users (exact in law: the ``k`` noise shares sum to ``Sk(k mu / n)``); the partial
+        views add up modulo ``q`` to the law of the faithful analyzer's sum, in memory ``O(k d)``.
+        """
         owner = type(self).__name__
         path = check_choice(path, "path", owner, EXECUTION_PATHS)
         generator = as_generator(rng, owner)
         if path == "faithful":
             view = self.view(self.shuffle(self.randomize_unchecked(chunk, rng=generator), rng=generator))
-        else:
-            shares = self._shares(chunk, generator, check=False)
-            coordinates = np.broadcast_to(np.arange(self.dimension)[None, :, None], shares.shape)
-            view = SparseMessageHistogram.from_pairs(
-                coordinates.ravel(), shares.ravel(), np.ones(shares.size, dtype=np.int64), self.dimension
-            )
-        return PartialView(view, int(np.shape(chunk)[0]))
+            return PartialView(view, int(view.total_messages // (self.dimension * self.n_shares)))
+        rounded = self.round_vectors(chunk, rng=generator)
+        mu = self.noise_mu * rounded.shape[0] / self.n_users
+        noise = generator.poisson(mu, self.dimension) - generator.poisson(mu, self.dimension)
+        residues = np.mod(rounded.sum(axis=0) + noise, self.modulus)
+        coordinates = np.arange(self.dimension)
+        view = SparseMessageHistogram.from_pairs(coordinates, residues, np.ones(self.dimension, dtype=np.int64), self.dimension)
+        return PartialView(view, int(rounded.shape[0]))
 
     def randomize_unchecked(self, x: Any, *, rng: RNGLike = None) -> MessageBatch:
         """`randomize` without the participant check (for one chunk of a streamed run)."""
@@ -612,8 +630,8 @@ class SkellamVectorSum(ShuffleProtocol):
         decoded: the law of the faithful path's output (the shares of every coordinate sum to
         the noisy value modulo ``q``, and the ``k`` noise shares sum to ``Sk(k mu / n)``).
         ``"faithful"``: every share materialised, shuffled and analysed (``n d m`` messages at
-        most `MAX_FAITHFUL_MESSAGES`). A stream of chunks goes to `run_streamed` (share-level,
-        memory bounded by one chunk).
+        most `MAX_FAITHFUL_MESSAGES`). A stream of chunks goes to `run_streamed` (memory bounded by
+        one chunk; see `partial_view`).
         """
         owner = type(self).__name__
         path = check_choice(path, "path", owner, EXECUTION_PATHS)

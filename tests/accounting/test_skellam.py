@@ -193,6 +193,20 @@ def test_rdp_curve_composes_by_addition():
     event = SkellamEvent(mu=2_000.0, l2_sensitivity=40.0, l1_sensitivity=120.0, headline_delta=1e-6)
     twice = rdp_epsilon(RDP_ORDERS, 2 * event.rdp(), 1e-6)
     assert event.guarantee.epsilon < twice < 2 * event.guarantee.epsilon
+    assert event.compose(2).guarantee.epsilon == pytest.approx(twice)
+    assert event.compose(2).compose(3).count == 6
+
+
+def test_composed_event_dominates_exact_composition():
+    """Four runs: the Rényi-composed epsilon dominates the exact PLD of the worst shapes composed four times."""
+    mu, dimension, l2, l1 = CASES[0]
+    composed = SkellamEvent(mu=mu, l2_sensitivity=l2, l1_sensitivity=l1, headline_delta=1e-6).compose(4)
+    reported = composed.guarantee.epsilon
+    for name in ("one coordinate", "spread evenly"):
+        shifts = _shift_vectors(l2, l1, dimension)[name]
+        assert exact_pld(mu, np.tile(shifts, 4)).epsilon(1e-6) <= reported, name
+    half = max(exact_pld(mu / 2, np.tile(v, 4)).epsilon(1e-6) for v in _shift_vectors(l2, l1, dimension).values())
+    assert half > reported
 
 
 @pytest.mark.parametrize(
@@ -205,6 +219,7 @@ def test_rdp_curve_composes_by_addition():
         ({"headline_delta": 0.0}, "headline_delta"),
         ({"statistical_distance": 1.5}, "statistical_distance"),
         ({"relation": "sideways"}, "neighbouring"),
+        ({"count": 0}, "count"),
     ],
 )
 def test_event_rejects_bad_parameters(changes, name):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from privsum import InvalidParameterError, PrivacyLeakWarning
-from privsum.apps import ShuffledKDEClassifier, decode_class, keep_probability, randomize_labels
+from privsum.apps import ShuffledKDEClassifier, decode_class, decode_classes, keep_probability, randomize_labels
 from privsum.testing import assert_mean
 
 
@@ -93,3 +93,71 @@ def test_communication_and_sklearn_parameter_protocol():
     assert communication["bits_per_message"] == 4 + 1  # 16 instances -> 4 tag bits, 1 value bit
     clone = ShuffledKDEClassifier(**model.get_params())
     np.testing.assert_array_equal(clone.fit(X, y).predict(X), model.predict(X))  # same random_state, same model
+
+
+def test_decoding_scores_rank_relative_or_raw_density():
+    # Three classes on a circle; "generic" (near the middle) is dense for every class, "east" only for class a.
+    rng = np.random.default_rng(7)
+    centres = np.array([[1.0, 0.0], [-0.5, 0.87], [-0.5, -0.87]])
+    X = np.vstack([rng.normal(c, 0.3, (300, 2)) for c in centres])
+    y = np.repeat(["a", "b", "c"], 300)
+    model = ShuffledKDEClassifier(classes=["a", "b", "c"], protocol="exact", n_repetitions=1024, random_state=0).fit(X, y)
+    words = ["generic", "east"]
+    embeddings = np.array([[0.3, 0.0], [1.9, 0.0]])
+    densities = np.array([d(embeddings) for d in model.densities_])
+    assert densities[0, 0] > densities[0, 1] > 0  # raw density puts the generic word first for class a ...
+    assert decode_class(model, "a", words, embeddings, top_k=2, score="density") == ["generic", "east"]
+    assert decode_class(model, "a", words, embeddings, top_k=2, floor_quantile=0.0) == [
+        "east",
+        "generic",
+    ]  # ... the ratio does not
+    for quantile in (0.0, 0.5):
+        floored = np.maximum(densities, np.quantile(densities, quantile))
+        expected = np.log(floored[0]) - np.log(floored.mean(axis=0))
+        decoded = decode_class(model, "a", words, embeddings, top_k=2, floor_quantile=quantile)
+        assert decoded == [words[i] for i in np.argsort(-expected, kind="stable")]
+    with pytest.raises(InvalidParameterError, match="'floor_quantile'"):
+        decode_class(model, "a", words, embeddings, floor_quantile=1.0)
+    with pytest.raises(InvalidParameterError, match="'score'"):
+        decode_class(model, "a", words, embeddings, score="ratio")
+    with pytest.raises(InvalidParameterError, match="'model'"):
+        decode_class(object(), "a", words, embeddings)
+
+
+def test_decoding_accepts_a_fitted_pipeline_ending_in_the_classifier():
+    pytest.importorskip("sklearn")
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = blobs(np.random.default_rng(8), 200)
+    pipeline = make_pipeline(
+        StandardScaler(), ShuffledKDEClassifier(classes=["a", "b", "c"], protocol="exact", n_repetitions=64, random_state=0)
+    ).fit(X, y)
+    words = [f"w{i}" for i in range(20)]
+    embeddings = np.random.default_rng(9).normal(0, 3, size=(20, 2))
+    scaled = pipeline[:-1].transform(embeddings)
+    for score in ("log_ratio", "density"):
+        expected = decode_class(pipeline[-1], "b", words, scaled, top_k=5, score=score)
+        assert decode_class(pipeline, "b", words, embeddings, top_k=5, score=score) == expected
+
+
+@pytest.mark.slow
+def test_wordnet_decoded_lists_share_few_words():
+    """The demo's setting (3NB, Gaussian kernel, epsilon = 3): no word in more than two classes' top-8 lists."""
+    from collections import Counter
+
+    from privsum.datasets import load_vocabulary, load_wordnet_glosses
+
+    train = load_wordnet_glosses(split="train")
+    rng = np.random.default_rng(0)
+    rows = np.sort(np.concatenate([rng.permutation(np.flatnonzero(train.labels == c))[:3000] for c in np.unique(train.labels)]))
+    names = np.asarray(train.class_names)
+    model = ShuffledKDEClassifier(
+        classes=train.class_names, protocol="3nb", epsilon=3.0, delta=1e-6, label_epsilon=4.0, n_repetitions=384, random_state=0
+    ).fit(train.embeddings[rows], names[train.labels[rows]])
+    words, vectors = load_vocabulary()
+    lists = {score: decode_classes(model, words, vectors, top_k=8, score=score) for score in ("log_ratio", "density")}
+    assert lists["log_ratio"]["noun.food"] == decode_class(model, "noun.food", words, vectors, top_k=8)
+    shared = {score: max(Counter(word for top in tops.values() for word in top).values()) for score, tops in lists.items()}
+    assert shared["log_ratio"] <= 2, shared
+    assert shared["density"] > shared["log_ratio"], shared  # raw density lets generic words top several classes

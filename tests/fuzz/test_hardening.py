@@ -157,3 +157,38 @@ def test_zcdp_bound_is_above_the_exact_delta_and_at_delta_is_backed(sigma):
 def test_central_gaussian_event_is_backed():
     protocol = CentralGaussianBitSum.from_privacy(epsilon=0.5, delta=1e-6, n_users=N_USERS, noise_source="numpy")
     protocol.event.check_headline()
+
+
+# --------------------------------------------------------------------------- calibrations at the edges, errors naming the caller
+def test_rr_with_a_delta_below_numerical_accuracy_falls_back_to_local_privacy():
+    protocol = RRBitSum.from_privacy(epsilon=1.0, delta=1e-300, n_users=N_USERS)
+    assert protocol.guarantee.epsilon <= 1.0 and protocol.guarantee.delta == 1e-300
+    # the flip probability is (rounded towards privacy) the epsilon-LDP one, which meets any delta
+    assert math.log((1 - protocol.flip_probability) / protocol.flip_probability) <= 1.0
+
+
+def test_pure_bit_sum_refuses_an_epsilon_that_drops_every_bit():
+    with pytest.raises(InvalidParameterError, match="'epsilon' parameter of PureBitSum"):
+        PureBitSum.from_privacy(epsilon=1e-16, n_users=N_USERS)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "name"),
+    [({"levels": -3}, "levels"), ({"levels": 3}, "levels"), ({"n_users": 1}, "n_users"), ({"method": "x"}, "method")],
+)
+def test_clipped_vector_sum_refusals_name_its_own_parameters(overrides, name):
+    from privsum.sums import ClippedVectorSum
+
+    arguments = {"epsilon": 1.0, "delta": 1e-6, "n_users": N_USERS, "dimension": 2, "radius": 1.0, "levels": 16}
+    with pytest.raises(InvalidParameterError, match=f"'{name}' parameter of ClippedVectorSum.from_privacy") as caught:
+        ClippedVectorSum.from_privacy(**{**arguments, **overrides})
+    assert "ClippedSum.from_privacy" not in str(caught.value)
+
+
+def test_calibrate_names_the_callers_parameter_when_told():
+    from privsum.accounting.calibration import calibrate
+
+    with pytest.raises(InvalidParameterError, match="'delta' parameter of SomeSum must be a target"):
+        calibrate(
+            lambda q: 1.0, target_delta=1e-9, lower=0.0, upper=1.0, more_private="increasing", caller=("SomeSum", "delta", 1e-9)
+        )

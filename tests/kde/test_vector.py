@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from privsum.exceptions import InvalidParameterError
-from privsum.kde.joint import JointClassKDE
+from privsum.kde.joint import JointClassKDE, skellam_fast_sum
 from privsum.kde.vector import VectorSumKDE, feature_norm_bound
 from privsum.lsq import IdentityFeatures, RandomFourierFeatures, RandomSigns
-from privsum.sums import CentralGaussianVectorSum, ExactVectorSum
+from privsum.sums import CentralGaussianVectorSum, ExactVectorSum, SkellamVectorSum
 from privsum.testing.stats import assert_mean
 
 
@@ -118,3 +118,25 @@ def test_joint_sum_refuses_bad_labels(labels: np.ndarray) -> None:
     )
     with pytest.raises(InvalidParameterError, match="'labels' parameter of JointClassKDE"):
         joint.run(unit_vectors(3, 2), labels)
+
+
+def test_joint_skellam_sum_streams_the_fast_path_exactly() -> None:
+    family = IdentityFeatures(dimension=3)
+    x, labels = unit_vectors(60, 3), np.repeat([0, 1], 30)
+    joint = JointClassKDE.from_privacy(family=family, n_classes=2, protocol=SkellamVectorSum, epsilon=2.0, delta=1e-6, n_users=60)
+    rows = np.concatenate(list(joint._rows(x, labels)))
+    one_chunk = skellam_fast_sum(joint.vector_sum, iter([rows]), np.random.default_rng(4))
+    np.testing.assert_array_equal(one_chunk, joint.vector_sum.run(rows, rng=np.random.default_rng(4)))
+    densities, sizes = joint.run(x, labels, rng=0)
+    assert joint.guarantee.epsilon <= 2.0 and len(densities) == 2 and sizes.min() >= 1
+
+
+def test_joint_skellam_sum_is_unbiased_over_chunks() -> None:
+    family = IdentityFeatures(dimension=2)
+    x, labels = unit_vectors(40, 2), np.repeat([0, 1], 20)
+    joint = JointClassKDE.from_privacy(family=family, n_classes=2, protocol=SkellamVectorSum, epsilon=2.0, delta=1e-6, n_users=40)
+    rows = np.concatenate(list(joint._rows(x, labels)))
+    rng = np.random.default_rng(5)
+    releases = np.stack([skellam_fast_sum(joint.vector_sum, iter([rows[:15], rows[15:]]), rng) for _ in range(2000)])
+    for coordinate in range(rows.shape[1]):
+        assert_mean(releases[:, coordinate], rows[:, coordinate].sum())

@@ -14,6 +14,7 @@ from scipy.special import ive
 from scipy.stats import binomtest
 
 from privsum.accounting import RDP_ORDERS, Neighbouring, SkellamEvent, rdp_epsilon
+from privsum.accounting.gaussian import gaussian_sigma
 from privsum.exceptions import InvalidParameterError, PrivacyLeakWarning
 from privsum.shuffle import MessageBatch, UserChunks
 from privsum.shuffle.sparse import SparseMessageHistogram
@@ -65,8 +66,8 @@ class TestSkellamConformance(ProtocolConformance):
 
 def test_demo_setting_costs_and_noise():
     """The demo setting (n = 3000, d = 384, ||x|| <= 1, delta = 1e-6): noise within 10% of the analytic Gaussian's."""
-    gaussian_sigma = {1.0: 8.4494, 3.0: 3.0877}  # Balle & Wang's analytic Gaussian, L2 sensitivity 2, delta = 1e-6
-    for epsilon, sigma in gaussian_sigma.items():
+    for epsilon in (1.0, 3.0):
+        sigma = gaussian_sigma(epsilon, 1e-6, sensitivity=2.0)  # Balle & Wang's analytic Gaussian
         protocol = SkellamVectorSum.from_privacy(epsilon=epsilon, delta=1e-6, n_users=3_000, dimension=384, norm_bound=1.0)
         assert protocol.guarantee.epsilon <= epsilon and protocol.guarantee.delta == 1e-6
         assert protocol.neighbouring is Neighbouring.REPLACE_ONE
@@ -76,16 +77,30 @@ def test_demo_setting_costs_and_noise():
 
 
 # --------------------------------------------------------------------------- calibration
-@settings(max_examples=40, deadline=None, derandomize=True)
-@given(
-    epsilon=st.floats(0.05, 10.0),
-    delta=st.floats(1e-12, 1e-2),
-    n_users=st.integers(3, 10**6),
-    dimension=st.integers(1, 5_000),
-    norm_bound=st.floats(1e-3, 1e3),
-    relation=st.sampled_from(["replace-one", "zero-out"]),
-)
+CALIBRATION_TARGETS = {
+    "epsilon": st.floats(0.05, 10.0),
+    "delta": st.floats(1e-12, 1e-2),
+    "n_users": st.integers(3, 10**6),
+    "dimension": st.integers(1, 5_000),
+    "norm_bound": st.floats(1e-3, 1e3),
+    "relation": st.sampled_from(["replace-one", "zero-out"]),
+}
+
+
+@settings(max_examples=12, deadline=None, derandomize=True)
+@given(**CALIBRATION_TARGETS)
 def test_calibration_never_overshoots(epsilon, delta, n_users, dimension, norm_bound, relation):
+    check_calibration(epsilon, delta, n_users, dimension, norm_bound, relation)
+
+
+@pytest.mark.slow
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(**CALIBRATION_TARGETS)
+def test_calibration_never_overshoots_many_targets(epsilon, delta, n_users, dimension, norm_bound, relation):
+    check_calibration(epsilon, delta, n_users, dimension, norm_bound, relation)
+
+
+def check_calibration(epsilon, delta, n_users, dimension, norm_bound, relation):
     try:
         protocol = SkellamVectorSum.from_privacy(
             epsilon=epsilon, delta=delta, n_users=n_users, dimension=dimension, norm_bound=norm_bound, neighbouring=relation
@@ -231,13 +246,17 @@ def test_no_wrap_on_extreme_inputs():
         assert np.all(np.abs(estimates - x.sum(axis=0)) < 8 * math.sqrt(protocol.variance()))
 
 
-def test_streamed_run_matches():
-    protocol = _small()
-    x = _unit_rows(20, 3, 9)
+@pytest.mark.parametrize("path", ["fast", pytest.param("faithful", marks=pytest.mark.slow)])
+def test_streamed_run_matches_one_run_in_distribution(path):
+    protocol = _small(scale=2.0)
+    x = _unit_rows(20, 3, 9) * 0.8
     chunks = UserChunks([x[:7], x[7:15], x[15:]])
     rng = np.random.default_rng(14)
-    streamed = np.array([protocol.run(chunks, rng=rng) for _ in range(400)])
-    assert_mean(streamed[:, 0] - x[:, 0].sum(), 0.0, variance=protocol.variance(x)[0])
+    streamed = np.array([protocol.run(chunks, rng=rng, path=path) for _ in range(1_500)]) * protocol.scale
+    whole = np.array([protocol.run(x, rng=rng) for _ in range(1_500)]) * protocol.scale
+    for coordinate in range(3):
+        assert_same_distribution(np.round(streamed[:, coordinate]), np.round(whole[:, coordinate]))
+    assert_mean(streamed[:, 0] / protocol.scale - x[:, 0].sum(), 0.0, variance=protocol.variance(x)[0])
 
 
 # --------------------------------------------------------------------------- participation
@@ -260,6 +279,8 @@ def test_dropouts_warn_and_report_less_noise():
         protocol.event_for_participants(1_001)
     with pytest.raises(InvalidParameterError, match="'x'"):
         protocol.run(_unit_rows(1_001, 8, 0), rng=0)
+    with pytest.raises(InvalidParameterError, match="'x'"):
+        protocol.variance(_unit_rows(1_001, 8, 0))
 
 
 # --------------------------------------------------------------------------- bad input
@@ -314,6 +335,8 @@ def test_faithful_path_is_bounded_before_allocation():
     ("changes", "name"),
     [
         ({"n_shares": 2}, "n_shares"),  # far too few for the share bound at 20 users
+        ({"n_shares": 10**9}, "n_shares"),
+        ({"scale": 2.0**31}, "scale"),
         ({"modulus": 64}, "modulus"),  # the noisy sum would wrap
         ({"modulus": 2**47}, "modulus"),
         ({"dimension": 10**12}, "dimension"),
@@ -371,3 +394,14 @@ def test_skellam_tail_bound_holds():
         exact = 2 * pmf[t + 1 :].sum()
         assert exact <= probability
         assert 2 * pmf[t // 2 :].sum() > probability  # not vacuous: half the tail is too little
+
+
+@pytest.mark.parametrize("relation", ["replace-one", pytest.param("zero-out", marks=pytest.mark.slow)])
+def test_protocol_guarantee_dominates_exact_plds(relation):
+    """The calibrated protocol's epsilon covers the exact PLD of every worst-case shape of its own sensitivities."""
+    from tests.accounting.test_skellam import _shift_vectors, exact_pld
+
+    protocol = _small(neighbouring=relation, dimension=6)
+    event = protocol.event
+    for name, shifts in _shift_vectors(event.l2_sensitivity, event.l1_sensitivity, 6).items():
+        assert exact_pld(event.mu, shifts).epsilon(protocol.delta) <= protocol.guarantee.epsilon, name

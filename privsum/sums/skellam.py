@@ -17,7 +17,6 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.optimize import brentq
 
 from privsum._random import RNGLike, as_generator
 from privsum._validation import (
@@ -102,6 +101,8 @@ def skellam_tail(mu: float, probability: float) -> int:
         >>> skellam_tail(100.0, 1e-9) > 6 * math.sqrt(200)
         True
     """
+    from scipy.optimize import brentq  # imported where a modulus is sized
+
     owner = "skellam_tail"
     mu = check_real(mu, "mu", owner, low=0.0, low_open=True)
     probability = check_real(probability, "probability", owner, low=0.0, high=1.0, low_open=True)
@@ -461,6 +462,8 @@ class SkellamVectorSum(ShuffleProtocol):
         if x is None:
             return (2 * self.noise_mu + self.n_users / (4 * (1 - self.rejection_probability))) / self.scale**2
         scaled = self._scaled_inputs(x)
+        if scaled.shape[0] > self.n_users:
+            raise invalid("x", type(self).__name__, f"at most n_users={self.n_users} rows", f"{scaled.shape[0]} rows")
         fraction = scaled - np.floor(scaled)
         mu = self.noise_mu * scaled.shape[0] / self.n_users
         return (2 * mu + (fraction * (1 - fraction)).sum(axis=0)) / self.scale**2

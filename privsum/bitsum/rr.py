@@ -222,6 +222,11 @@ class RRBitSum(_FlippedReports):
             protocol = cls(n_users=n_users, flip_probability=flip, delta=delta, composition=composition)
             protocol.__dict__["event"] = _rr_event(epsilon, delta)  # pre-fill the cached property
             return protocol
+        if flip > 1.0 / (1.0 + math.exp(epsilon)):  # delta below the bounds' accuracy: the epsilon-LDP flip
+            protocol = cls(n_users=n_users, flip_probability=flip, delta=delta, composition=composition)
+            local = randomized_response_profile(math.log((1.0 - flip) / flip))  # dominates the shuffled output
+            protocol.__dict__["event"] = ProfileEvent(local, PrivacyGuarantee(epsilon, delta, Neighbouring.REPLACE_ONE))
+            return protocol
         for _ in range(_HEADLINE_NUDGES):  # the profile's 1 % slack may need a slightly larger q
             profile = _worst_case_profile(n_users, flip, delta, epsilon)
             if profile.delta(epsilon) <= delta * (1 + _RTOL):
@@ -668,7 +673,7 @@ def _tight_flip_probability(epsilon: float, delta: float, n_users: int) -> float
                 tolerance=1e-6,
             )
         except InvalidParameterError:  # delta below the numerical accuracy of the bound: epsilon-LDP meets any delta
-            return math.nextafter(local, 0.5)  # rounded towards more privacy
+            return local * (1.0 + 1e-12)  # rounded towards more privacy: its local epsilon is below epsilon
         flip = min(math.exp(log_flip), local)
         meets, violating_k = _meets_target(n_users, flip, epsilon, delta)
         if meets:

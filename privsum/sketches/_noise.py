@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from privsum._random import SECURE, RNGLike, as_generator
-from privsum._validation import check_choice, invalid
+from privsum._random import RNGLike, as_generator, check_csprng_rng
+from privsum._validation import check_choice
 from privsum.shuffle.noise import sample_discrete_laplace
 
 __all__ = ["NOISE_SOURCES", "SAMPLERS", "add_discrete_laplace"]
@@ -25,8 +25,8 @@ def add_discrete_laplace(
     (ratio ``exp(-1/b)``); for an integer-valued query of L1 sensitivity ``Delta`` the scale
     ``Delta/epsilon`` gives pure epsilon-DP.
 
-    ``noise_source="opendp"`` uses OpenDP's exact sampler (integer arithmetic, OS CSPRNG; ``rng``
-    must be ``None`` or ``"secure"``, which both mean that CSPRNG). ``noise_source="numpy"`` draws
+    ``noise_source="opendp"`` uses OpenDP's exact sampler (integer arithmetic, OS CSPRNG; a seed
+    in ``rng`` is refused, see `~privsum._random.check_csprng_rng`). ``noise_source="numpy"`` draws
     the difference of two geometric variables from ``rng`` (reproducible, but numpy's geometric
     sampler uses floating-point inversion, so the distribution is exact only up to
     floating-point error; use it for experiments and tests).
@@ -38,8 +38,7 @@ def add_discrete_laplace(
         generator = as_generator(rng, owner)
         noise = sample_discrete_laplace(generator, math.exp(-1.0 / scale), flat.size)
         return (flat + noise).reshape(counts.shape)
-    if not (rng is None or (isinstance(rng, str) and rng == SECURE)):
-        raise invalid("rng", owner, "None or 'secure' with noise_source='opendp' (OpenDP draws from its own CSPRNG)", rng)
+    check_csprng_rng(rng, owner)
     return _opendp_discrete_laplace(flat, scale=scale, sensitivity=sensitivity, epsilon=epsilon).reshape(counts.shape)
 
 

@@ -141,6 +141,17 @@ def test_sensitivities_follow_the_relation():
         _small(neighbouring="add-remove")
 
 
+def test_enforced_bound_is_an_exact_integer_at_large_scales():
+    """At gamma c = 2^20 a relative float margin would exceed one unit of K: the check uses K itself."""
+    protocol = SkellamVectorSum.from_privacy(
+        epsilon=1.0, delta=1e-6, n_users=3, dimension=2, norm_bound=1.0, scale=2.0**20, n_shares=None
+    )
+    assert isinstance(protocol.squared_norm_bound, int) and protocol.squared_norm_bound > 2**40
+    assert protocol.l2_bound >= math.sqrt(protocol.squared_norm_bound)
+    rounded = protocol.round_vectors(_unit_rows(3, 2, 0), rng=0)
+    assert np.all((rounded**2).sum(axis=1) <= protocol.squared_norm_bound)
+
+
 def test_rounding_bound_formula():
     # r = 10, d = 4, beta = e^-2: 100 + 1 + 11 * 2 = 123 (deterministic (10 + 2)^2 = 144 is larger)
     assert conditional_rounding_l2_bound(10.0, 4, math.exp(-2)) == pytest.approx(math.sqrt(123))
@@ -164,7 +175,7 @@ def test_rounding_respects_the_norm_bound_and_rejection_rate():
 
 def test_rounding_gives_up_instead_of_looping():
     protocol = _small()
-    object.__setattr__(protocol, "l2_bound", 0.5)  # a bound no unit vector scaled by 8 can meet
+    protocol.__dict__["squared_norm_bound"] = 0  # a bound no unit vector scaled by 8 can meet
     with pytest.raises(RuntimeError, match="attempts"):
         protocol.round_vectors(_unit_rows(20, 3, 0), rng=0)
     assert protocol.max_attempts == math.ceil(80 / math.log2(1 / protocol.rejection_probability))

@@ -78,7 +78,7 @@ def one_dimensional(args: argparse.Namespace, rng: np.random.Generator) -> None:
     gkmps = full_domain_correlated_sum(epsilon=epsilon, delta=delta, n_users=n, domain=domain)
     bbgn = full_domain_multi_message_sum(epsilon=epsilon, delta=delta, n_users=n, domain=domain)
     private_central = PrivateCentralClippedSum(epsilon=epsilon, domain=domain, failure_probability=0.1)
-    oracle = CentralClippedSum(epsilon=epsilon, sampler="numpy")  # oracle tau = max: NOT private, reference only
+    oracle = CentralClippedSum(epsilon=epsilon, noise_source="numpy")  # oracle tau = max: NOT private, reference only
     print(
         f"\n## 1-D sums: n = {n}, U = 2^{args.log_domain}, epsilon = {epsilon}, delta = {delta}, beta = 0.1, "
         f"{args.reps} repetitions"

@@ -61,7 +61,7 @@ def run(arguments: argparse.Namespace) -> None:
         query_time = time.perf_counter() - began
         began = time.perf_counter()
         sampler = "opendp" if arguments.opendp_release else "numpy"
-        sketch.release(1.0, sampler=sampler, rng=None if sampler == "opendp" else 0)
+        sketch.release(1.0, noise_source=sampler, rng=None if sampler == "opendp" else 0)
         release_time = time.perf_counter() - began
         print(
             f"{rows:>6} {elapsed:>9.2f} {arguments.points / elapsed:>11.3g} {query_time:>8.3f} "

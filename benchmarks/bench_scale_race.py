@@ -46,7 +46,7 @@ def main() -> None:
     sketch = RACE(family).update(chunks())
     elapsed = time.perf_counter() - start
     sketch_time = elapsed - generation[0]
-    released = sketch.release(1.0, sampler="numpy", rng=0)
+    released = sketch.release(1.0, noise_source="numpy", rng=0)
     limit = matmul_gflops(min(arguments.chunk, 10_000), d, rows)
     achieved = 2.0 * n * d * rows / sketch_time / 1e9
     report(

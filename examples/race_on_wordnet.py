@@ -21,7 +21,7 @@ nothing about the training points. The kernel is the angular LSH kernel of
 natural for cosine-compared sentence embeddings and exact for RACE (no folding). Kernel
 densities are computed exactly for the projected points, which is what the sketch estimates.
 
-Noise comes from ``sampler="numpy"`` with fixed seeds so that the run is reproducible; a
+Noise comes from ``noise_source="numpy"`` with fixed seeds so that the run is reproducible; a
 deployment would keep the default OpenDP sampler (exact, OS randomness). Every number the
 example prints is averaged over ``--trials`` independent releases.
 """
@@ -114,7 +114,7 @@ def private_row(epsilon, family, sketch, train, train_labels, test, test_labels,
     streams = np.random.default_rng([seed, round(epsilon * 1000)]).spawn(2 * trials)
     mean_errors, median_errors, accuracies = [], [], []
     for trial in range(trials):
-        released = sketch.release(epsilon, sampler="numpy", rng=streams[trial])
+        released = sketch.release(epsilon, noise_source="numpy", rng=streams[trial])
         errors = relative_errors(released.density(test[: exact.size]), exact)
         mean_errors.append(errors.mean())
         median_errors.append(np.median(errors))
@@ -123,7 +123,7 @@ def private_row(epsilon, family, sketch, train, train_labels, test, test_labels,
             classes=list(range(n_classes)),
             epsilon=epsilon,
             rule="map",
-            sampler="numpy",
+            noise_source="numpy",
             random_state=streams[trials + trial],
         ).fit(train, train_labels)
         scores = model.decision_function(test)  # MAP scores K_c(y); the ML rule divides by the noisy counts

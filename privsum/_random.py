@@ -15,7 +15,7 @@ distributions they produce are correct only up to rounding; such errors can in p
 exploited (Mironov, "On significance of the least significant bits for differential privacy",
 CCS 2012). The secure stream protects against an adversary who could predict or reconstruct a
 seeded pseudo-random stream; it does not remove the floating-point gap. Where exactness matters,
-use an exact sampler (for example `privsum.sketches.RACE.release` with ``sampler="opendp"``).
+use an exact sampler (for example `privsum.sketches.RACE.release` with ``noise_source="opendp"``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,16 @@ import numpy as np
 
 from privsum._validation import invalid
 
-__all__ = ["SECURE", "RNGLike", "as_generator", "generator_from_seed", "is_secure", "secure_generator", "spawn"]
+__all__ = [
+    "SECURE",
+    "RNGLike",
+    "as_generator",
+    "check_csprng_rng",
+    "generator_from_seed",
+    "is_secure",
+    "secure_generator",
+    "spawn",
+]
 
 #: The value of ``rng`` that asks for `secure_generator`.
 SECURE = "secure"
@@ -126,3 +135,24 @@ def generator_from_seed(seed: np.random.SeedSequence, *, secure: bool) -> np.ran
 def spawn(rng: np.random.Generator, count: int) -> list[np.random.Generator]:
     """Return ``count`` statistically independent child generators of ``rng``."""
     return list(rng.spawn(count))
+
+
+def check_csprng_rng(rng: RNGLike, owner: str) -> None:
+    """Refuse a seed where the noise comes from OpenDP's own CSPRNG (one rule for every exact sampler).
+
+    OpenDP's exact samplers draw from the operating system's CSPRNG and cannot be seeded, so an
+    int seed, a `~numpy.random.SeedSequence` or a `~numpy.random.BitGenerator` (each a promise of
+    reproducibility) is refused with a clear error rather than silently ignored. ``None``,
+    ``"secure"`` and a `~numpy.random.Generator` (a stream threaded through several calls; it
+    still drives any non-noise randomness, never OpenDP's noise) are accepted. For reproducible
+    noise choose the numpy sampler.
+    """
+    if rng is None or isinstance(rng, np.random.Generator) or (isinstance(rng, str) and rng == SECURE):
+        return
+    raise invalid(
+        "rng",
+        owner,
+        "None, 'secure' or a Generator with OpenDP's exact sampler (it draws from the OS CSPRNG and cannot be seeded; "
+        "choose the numpy sampler for reproducible noise)",
+        rng,
+    )

@@ -14,8 +14,10 @@ documented. A reported `~privsum.accounting.PrivacyGuarantee` may hold any epsil
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -35,6 +37,7 @@ __all__ = [
     "check_probability",
     "check_real",
     "invalid",
+    "refusals_as",
 ]
 
 
@@ -45,8 +48,37 @@ MAX_EPSILON = 100.0
 
 
 def invalid(name: str, owner: str, constraint: str, value: Any) -> InvalidParameterError:
-    """Build the one error message used across the library."""
-    return InvalidParameterError(f"The {name!r} parameter of {owner} must be {constraint}. Got {value!r} instead.")
+    """Build the one error message used across the library (its parts kept in ``error.refusal``)."""
+    error = InvalidParameterError(f"The {name!r} parameter of {owner} must be {constraint}. Got {value!r} instead.")
+    error.refusal = (name, owner, constraint, value)  # type: ignore[attr-defined]
+    return error
+
+
+@contextlib.contextmanager
+def refusals_as(
+    owner: str, renamed: dict[str, str] | None = None, *, derived_from: tuple[str, Any] | None = None
+) -> Iterator[None]:
+    """Re-raise a helper's refusal as ``owner``'s, naming the parameter the caller passed.
+
+    A public entry that delegates (``ClippedVectorSum.from_privacy`` to ``ClippedSum.from_privacy``)
+    wraps the call: a refusal by another owner is re-raised under ``owner``, its parameter
+    renamed by ``renamed`` (``{"domain": "levels"}``); a parameter the caller never passed (a
+    derived per-coordinate epsilon) is reported as ``derived_from = (name, value)``, the caller's
+    parameter it was derived from.
+    """
+    try:
+        yield
+    except InvalidParameterError as error:
+        refusal = getattr(error, "refusal", None)
+        if refusal is None or refusal[1] == owner:
+            raise
+        name, _, constraint, value = refusal
+        if renamed is not None and name in renamed:
+            raise invalid(renamed[name], owner, constraint, value) from None
+        if derived_from is not None:
+            caller_name, caller_value = derived_from
+            raise invalid(caller_name, owner, f"such that the derived {name!r} is {constraint}", caller_value) from None
+        raise invalid(name, owner, constraint, value) from None
 
 
 def _as_real(value: Any, name: str, owner: str, constraint: str = "a real number") -> float:

@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
+from privsum._plotting import MISSING_MATPLOTLIB, pyplot_or_none
 from privsum.apps import PROTOCOLS, ShuffledKDEClassifier, decode_class
 from privsum.datasets import load_vocabulary, load_wordnet_glosses
 
@@ -30,6 +32,19 @@ __all__ = ["main", "run_demo"]
 PRIVATE_PROTOCOLS = ("rr", "3nb", "pure")
 SEED_ACCOUNTING_LABEL = "rr-seed"  # RR calibrated by Wagner et al.'s Theorem 3.2 instead of the tight (PLD) accounting
 EXACT_CENTROID_LABEL = "exact-centroid"  # the non-private nearest-centroid classifier (exact feature sums)
+FIGURE_COLOURS = {  # one colour per protocol row of the figure
+    "rr": "#d62728",
+    SEED_ACCOUNTING_LABEL: "#ff9896",
+    "3nb": "#1f77b4",
+    "pure": "#2ca02c",
+    "central-gaussian": "#9467bd",
+    "exact": "#444444",
+    EXACT_CENTROID_LABEL: "#888888",
+    "vector": "#ff7f0e",
+    "vector+label-round": "#bcbd22",
+    "vector-joint": "#17becf",
+    "central-gaussian-clear": "#c5b0d5",
+}
 #: Vector-sum rows (inner-product kernel): (row name, classifier protocol, how labels are treated,
 #: every epsilon or only the first). The label-round and joint rows run at the first epsilon only
 #: (the joint sum has C (d + 1) coordinates per user), to keep the demo fast.
@@ -70,15 +85,6 @@ class Result:
     messages_per_user: float = math.nan
 
 
-def _progress(done: int, total: int, label: str) -> None:
-    width = 30
-    filled = int(width * done / total)
-    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label:<40}")
-    if done == total:
-        sys.stderr.write("\n")
-    sys.stderr.flush()
-
-
 def _subsample(labels: np.ndarray, per_class: int, rng: np.random.Generator) -> np.ndarray:
     keep = [rng.permutation(np.flatnonzero(labels == c))[:per_class] for c in np.unique(labels)]
     return np.sort(np.concatenate(keep))
@@ -94,8 +100,12 @@ def run_demo(
     label_epsilon: float = 4.0,
     delta: float = 1e-6,
     seed: int = 0,
+    progress: bool = True,
 ) -> tuple[list[Result], dict[str, list[str]]]:
-    """Train every configuration; return the results and the decoded words (3NB, middle epsilon)."""
+    """Train every configuration; return the results and the decoded words (3NB, middle epsilon).
+
+    ``progress`` shows a progress bar (tqdm) on standard error.
+    """
     train, test = load_wordnet_glosses(split="train"), load_wordnet_glosses(split="test")
     rng = np.random.default_rng(seed)
     rows = _subsample(train.labels, per_class, rng)
@@ -106,8 +116,9 @@ def run_demo(
     results: list[Result] = []
     decoded: dict[str, list[str]] = {}
     words, vectors = load_vocabulary()
-    for index, configuration in enumerate(configurations):
-        _progress(index, len(configurations), f"{configuration.name} / {configuration.kernel} / eps={configuration.epsilon:g}")
+    bar = tqdm(configurations, desc="demo", unit="run", file=sys.stderr, disable=not progress, dynamic_ncols=True)
+    for configuration in bar:
+        bar.set_postfix_str(f"{configuration.name} / {configuration.kernel} / eps={configuration.epsilon:g}")
         start = time.perf_counter()
         model = _classifier(
             configuration, train.class_names, delta=delta, label_epsilon=label_epsilon, n_repetitions=n_repetitions, seed=seed
@@ -135,7 +146,7 @@ def run_demo(
             and configuration.epsilon == epsilons[len(epsilons) // 2]
         ):
             decoded = {c: decode_class(model, c, words, vectors, top_k=8) for c in DECODED_CLASSES if c in train.class_names}
-    _progress(len(configurations), len(configurations), "done")
+    bar.close()
     return results, decoded
 
 
@@ -197,61 +208,34 @@ def _write_csv(results: list[Result], path: Path) -> None:
             )
 
 
-def _write_svg(results: list[Result], path: Path) -> None:
-    """Accuracy versus epsilon, one panel per kernel, one line per protocol (dependency-free SVG)."""
+def _write_figure(results: list[Result], path: Path) -> bool:
+    """Accuracy versus epsilon, one panel per kernel, one line per protocol (matplotlib); False without matplotlib."""
+    pyplot = pyplot_or_none()
+    if pyplot is None:
+        return False
     kernels = sorted({r.kernel for r in results})
-    epsilons = sorted({r.epsilon for r in results if math.isfinite(r.epsilon)})
-    colours = {
-        "rr": "#d62728",
-        SEED_ACCOUNTING_LABEL: "#ff9896",
-        "3nb": "#1f77b4",
-        "pure": "#2ca02c",
-        "central-gaussian": "#9467bd",
-        "exact": "#444444",
-        EXACT_CENTROID_LABEL: "#888888",
-        "vector": "#ff7f0e",
-        "vector+label-round": "#bcbd22",
-        "vector-joint": "#17becf",
-        "central-gaussian-clear": "#c5b0d5",
-    }
-    panel_w, panel_h, margin = 360, 260, 50
-    width, height = len(kernels) * (panel_w + margin) + margin, panel_h + 2 * margin
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="11">'
-    ]
-    for column, kernel in enumerate(kernels):
-        left = margin + column * (panel_w + margin)
-
-        def x_of(eps: float, left: float = left) -> float:
-            span = math.log(epsilons[-1] / epsilons[0]) or 1.0
-            return left + panel_w * math.log(eps / epsilons[0]) / span
-
-        def y_of(accuracy: float) -> float:
-            return margin + panel_h * (1.0 - accuracy)
-
-        parts.append(f'<rect x="{left}" y="{margin}" width="{panel_w}" height="{panel_h}" fill="none" stroke="#999"/>')
-        parts.append(f'<text x="{left + panel_w / 2}" y="{margin - 10}" text-anchor="middle">kernel: {kernel}</text>')
-        parts.append(
-            f'<text x="{left + panel_w / 2}" y="{margin + panel_h + 30}" text-anchor="middle">epsilon (log scale)</text>'
-        )
-        for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
-            parts.append(f'<text x="{left - 5}" y="{y_of(tick) + 4}" text-anchor="end">{tick:.2f}</text>')
-        for eps in epsilons:
-            parts.append(f'<text x="{x_of(eps)}" y="{margin + panel_h + 15}" text-anchor="middle">{eps:g}</text>')
-        for row, protocol in enumerate(colours):
+    figure, axes = pyplot.subplots(1, len(kernels), figsize=(5.2 * len(kernels), 4.0), sharey=True, squeeze=False)
+    for axis, kernel in zip(axes[0], kernels, strict=True):
+        for protocol, colour in FIGURE_COLOURS.items():
             points = sorted((r.epsilon, r.accuracy) for r in results if r.kernel == kernel and r.protocol == protocol)
             if not points:
                 continue
-            if protocol in ("exact", EXACT_CENTROID_LABEL):
-                y = y_of(points[0][1])
-                dashed = f'stroke="{colours[protocol]}" stroke-dasharray="4 3"'
-                parts.append(f'<line x1="{left}" y1="{y}" x2="{left + panel_w}" y2="{y}" {dashed}/>')
+            if protocol in ("exact", EXACT_CENTROID_LABEL):  # non-private: a horizontal reference line
+                axis.axhline(points[0][1], color=colour, linestyle="--", linewidth=1.2, label=protocol)
             else:
-                polyline = " ".join(f"{x_of(e):.1f},{y_of(a):.1f}" for e, a in points)
-                parts.append(f'<polyline points="{polyline}" fill="none" stroke="{colours[protocol]}" stroke-width="2"/>')
-            parts.append(f'<text x="{left + 8}" y="{margin + 15 + 13 * row}" fill="{colours[protocol]}">{protocol}</text>')
-    parts.append("</svg>")
-    path.write_text("\n".join(parts))
+                epsilons, accuracies = zip(*points, strict=True)
+                axis.plot(epsilons, accuracies, marker="o", color=colour, linewidth=2, label=protocol)
+        axis.set_xscale("log")
+        axis.set_title(f"kernel: {kernel}")
+        axis.set_xlabel("epsilon (KDE part, log scale)")
+        axis.set_ylim(0.0, 1.0)
+        axis.grid(True, alpha=0.3)
+    axes[0][0].set_ylabel("test accuracy")
+    axes[0][-1].legend(fontsize=7, loc="lower right")
+    figure.tight_layout()
+    figure.savefig(path)
+    pyplot.close(figure)
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -295,6 +279,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {label:<14} {', '.join(top)}")
     arguments.output.mkdir(parents=True, exist_ok=True)
     _write_csv(results, arguments.output / "accuracy_vs_epsilon.csv")
-    _write_svg(results, arguments.output / "accuracy_vs_epsilon.svg")
-    print(f"\nSaved {arguments.output / 'accuracy_vs_epsilon.svg'} and .csv; total {time.perf_counter() - start:.0f} s.")
+    figure = arguments.output / "accuracy_vs_epsilon.svg"
+    if _write_figure(results, figure):
+        print(f"\nSaved {figure} and .csv; total {time.perf_counter() - start:.0f} s.")
+    else:
+        print(
+            f"\nSaved {figure.with_suffix('.csv')}; no figure: {MISSING_MATPLOTLIB}. Total {time.perf_counter() - start:.0f} s."
+        )
     return 0

@@ -58,7 +58,7 @@ def test_secure_randomness_runs_a_real_sum_and_a_race_release():
     family = L2LSH(dimension=1, n_repetitions=4, bucket_width=1.0, n_buckets=8, seed=0)
     sketch = RACE(family).update(np.zeros((10, 1)))
     for sampler in ("numpy", "opendp"):
-        released = sketch.release(1.0, sampler=sampler, rng="secure")
+        released = sketch.release(1.0, noise_source=sampler, rng="secure")
         assert released.counts.shape == sketch.counts.shape
 
 

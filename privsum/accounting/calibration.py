@@ -19,6 +19,7 @@ def calibrate(
     more_private: str,
     tolerance: float = 1e-6,
     max_iterations: int = 200,
+    caller: tuple[str, str, object] | None = None,
 ) -> float:
     """Find the least-noise parameter whose delta (at a fixed epsilon) meets ``target_delta``.
 
@@ -35,6 +36,9 @@ def calibrate(
         more_private: ``"increasing"`` or ``"decreasing"``.
         tolerance: stop when the bracket is narrower than ``tolerance * max(1, |theta|)``.
         max_iterations: bisection steps at most.
+        caller: ``(owner, name, value)`` of the public entry and the parameter its caller passed
+            (e.g. ``("RRBitSum", "delta", 1e-300)``): a target the bracket cannot meet is then
+            refused naming them, never this helper's ``upper``/``lower``.
 
     Raises:
         InvalidParameterError: the most private end of the bracket misses the target.
@@ -54,6 +58,9 @@ def calibrate(
     max_iterations = check_integer(max_iterations, "max_iterations", owner, low=1)
     safe, risky = (upper, lower) if direction == "increasing" else (lower, upper)
     if not delta_at(safe) <= target_delta:
+        if caller is not None:
+            caller_owner, name, value = caller
+            raise invalid(name, caller_owner, "a target this calibration can meet (its most private setting misses it)", value)
         raise invalid("upper" if direction == "increasing" else "lower", owner, "a parameter meeting target_delta", safe)
     if delta_at(risky) <= target_delta:
         return risky

@@ -141,9 +141,19 @@ def _one_direction(upper: np.ndarray, lower: np.ndarray, upper_tail: float, inte
     finite = (upper > 0) & (lower > 0)
     infinite_mass = float(upper[(upper > 0) & (lower == 0)].sum()) + upper_tail
     losses = np.log(upper[finite]) - np.log(lower[finite])
-    rounded, inverse = np.unique(np.ceil(losses / interval).astype(np.int64), return_inverse=True)
-    masses = np.bincount(inverse.ravel(), weights=upper[finite], minlength=rounded.size)
-    rounded_pmf = dict(zip(rounded.tolist(), masses.tolist(), strict=True))
+    rounded_pmf = {}
+    if losses.size:
+        indices = np.ceil(losses / interval).astype(np.int64)
+        lowest = int(indices.min())
+        span = int(indices.max()) - lowest + 1
+        if span <= 4 * indices.size + 1024:  # a dense histogram: no sort (losses are bounded by the interval grid)
+            masses = np.bincount(indices - lowest, weights=upper[finite], minlength=span)
+            present = np.flatnonzero(masses)
+            rounded_pmf = dict(zip((present + lowest).tolist(), masses[present].tolist(), strict=True))
+        else:
+            rounded, inverse = np.unique(indices, return_inverse=True)
+            masses = np.bincount(inverse.ravel(), weights=upper[finite], minlength=rounded.size)
+            rounded_pmf = dict(zip(rounded.tolist(), masses.tolist(), strict=True))
     return pld_library().PrivacyLossDistribution.create_from_rounded_probability(
         rounded_pmf, infinite_mass, interval, pessimistic_estimate=True
     )

@@ -76,7 +76,9 @@ class ShuffledKDEClassifier(ClassifierBase):
     ``n = n_c``; ``predict`` returns ``argmax_c K_c(x)``. A scikit-learn classifier when
     scikit-learn is installed (it passes ``check_estimator``); the same conventions otherwise:
     ``__init__`` only stores, fitted attributes end with ``_``. `class_densities` gives every
-    class's private density; `decision_function` follows scikit-learn's shape convention.
+    class's private density; `decision_function` follows scikit-learn's shape convention;
+    `predict_proba` normalises the densities into class probabilities (see there: noisy
+    densities can be negative, and they are not calibrated probabilities).
 
     Args:
         classes: the public label set. ``None`` infers it from the data, which reveals it: a
@@ -384,18 +386,40 @@ class ShuffledKDEClassifier(ClassifierBase):
         return _densities_at(self.densities_, self.family_, points)
 
     def decision_function(self, X: Any) -> np.ndarray:
-        """scikit-learn's convention: `class_densities`, or for two classes the second minus the first."""
+        """scikit-learn's convention: `class_densities` for three or more classes; for two, one score per point.
+
+        With two classes the score is ``predict_proba[:, 1] - predict_proba[:, 0]`` (in
+        ``[-1, 1]``; positive: the second class), so that it ranks points exactly as the
+        probabilities do; `class_densities` gives the raw densities.
+        """
         densities = self.class_densities(X)
         if densities.shape[1] != 2:
             return densities
-        with np.errstate(invalid="ignore"):
-            margin = densities[:, 1] - densities[:, 0]
-        return np.where(np.isnan(margin), 0.0, margin)  # both classes empty: no preference
+        probabilities = probabilities_from_densities(densities)
+        return probabilities[:, 1] - probabilities[:, 0]  # both classes empty: 0, no preference
 
     def predict(self, X: Any) -> np.ndarray:
         """The class of highest private density at each point (the first such class on ties)."""
         densities = self.class_densities(X)
         return self.classes_[np.argmax(densities, axis=1)]
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Class probabilities from the private densities, shape ``(n, n_classes)``; rows sum to 1.
+
+        ``p_c(x) = max(K_c(x), 0) / sum_c' max(K_c'(x), 0)``: the densities, each clipped below at
+        0, normalised at each point. A noisy density can be negative (noise exceeding the true
+        density, where a class has little mass); clipping treats it as "no support". Classes
+        with no released density (no user reported them) get 0. Where no class has a positive
+        density at ``x`` (noise dominates everywhere), the densities are shifted by their
+        minimum over the released classes and normalised instead (uniform when they are all
+        equal): a weak ordering that keeps ``argmax`` equal to `predict`.
+
+        These are the model's relative densities, **not calibrated probabilities**: the classes'
+        sizes (priors) are not used, since `predict` compares densities alone, and the privacy
+        noise makes small densities unreliable. Post-processing of the released model: no extra
+        privacy cost.
+        """
+        return probabilities_from_densities(self.class_densities(X))
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "densities_"):
@@ -527,6 +551,30 @@ def _log_ratio_scores(densities: dict[int, np.ndarray], floor_quantile: float) -
     return {c: np.log(values[position]) - log_mean for position, c in enumerate(densities)}
 
 
+def probabilities_from_densities(densities: np.ndarray) -> np.ndarray:
+    """`ShuffledKDEClassifier.predict_proba` from a ``(n, n_classes)`` array of densities (``-inf``: no density).
+
+    Examples:
+        >>> probabilities_from_densities(np.array([[0.3, 0.1, -0.2], [-0.1, -0.3, -np.inf]])).round(3).tolist()
+        [[0.75, 0.25, 0.0], [1.0, 0.0, 0.0]]
+    """
+    densities = np.asarray(densities, dtype=float)
+    released = np.isfinite(densities)
+    support = np.where(released, np.maximum(densities, 0.0), 0.0)
+    totals = support.sum(axis=1, keepdims=True)
+    probabilities = np.divide(support, totals, out=np.zeros_like(support), where=totals > 0)
+    weak = totals[:, 0] <= 0
+    if np.any(weak):
+        values, live = densities[weak], released[weak]
+        lowest = np.where(live, values, np.inf).min(axis=1, keepdims=True)
+        shifted = np.where(live, values - np.where(np.isfinite(lowest), lowest, 0.0), 0.0)
+        spread = shifted.sum(axis=1, keepdims=True)
+        n_live = live.sum(axis=1, keepdims=True)
+        uniform = np.where(n_live > 0, live / np.maximum(n_live, 1), 1.0 / densities.shape[1])
+        probabilities[weak] = np.where(spread > 0, shifted / np.where(spread > 0, spread, 1.0), uniform)
+    return probabilities
+
+
 def _densities_at(densities: list[KDEFunction | None], family: LSQFamily, points: np.ndarray) -> np.ndarray:
     """Every class's `KDEFunction` at ``points`` (``-inf`` for empty classes), the query features computed once.
 
@@ -538,9 +586,7 @@ def _densities_at(densities: list[KDEFunction | None], family: LSQFamily, points
     live = [c for c, d in enumerate(densities) if d is not None]
     if not live or points.shape[0] == 0:
         return values
-    weights = np.stack(
-        [densities[c].coefficients.ravel() / (densities[c].n_users * family.n_repetitions) for c in live], axis=1
-    )
+    weights = np.stack([densities[c].coefficients.ravel() / (densities[c].n_users * family.n_repetitions) for c in live], axis=1)
     step = max(1, _QUERY_ENTRIES // width)
     for start in range(0, points.shape[0], step):
         chunk = points[start : start + step]

@@ -8,9 +8,11 @@ them in. `randomize` returns the curator's *internal* state as messages: every u
 are what the trusted curator sees.
 
 The noise is OpenDP's exact discrete Laplace or discrete Gaussian sampler by default
-(``noise_source="opendp"``, cryptographically secure, not reproducible from ``rng``); with
-``noise_source="numpy"`` the same distributions are sampled from ``rng`` (reproducible
-simulations; numpy's generator is not cryptographically secure).
+(``noise_source="opendp"``, cryptographically secure, not reproducible: an int seed,
+``SeedSequence`` or ``BitGenerator`` in ``rng`` is refused with a clear error rather than silently
+ignored, the same rule as `privsum.sketches.RACE.release`); with ``noise_source="numpy"`` the
+same distributions are sampled from ``rng`` (reproducible simulations; numpy's generator is not
+cryptographically secure).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from privsum._random import RNGLike, as_generator
+from privsum._random import RNGLike, as_generator, check_csprng_rng
 from privsum._validation import check_choice, check_delta, check_epsilon, check_integer, check_real, invalid
 from privsum.accounting.calibration import calibrate
 from privsum.accounting.events import (
@@ -77,6 +79,21 @@ class _Curated(BitSumProtocol):
     def depends_on_participants(self) -> bool:
         return False
 
+    def run(self, x: Any, *, rng: RNGLike = None, path: str = "fast") -> Any:
+        """`~privsum.shuffle.ShuffleProtocol.run`; with ``noise_source="opendp"`` a seed in ``rng`` is refused."""
+        self._check_rng(rng)
+        return super().run(x, rng=rng, path=path)
+
+    def run_streamed(self, chunks: Any, *, rng: RNGLike = None, path: str = "fast") -> Any:
+        """`~privsum.shuffle.ShuffleProtocol.run_streamed`; with ``noise_source="opendp"`` a seed is refused."""
+        self._check_rng(rng)
+        return super().run_streamed(chunks, rng=rng, path=path)
+
+    def _check_rng(self, rng: RNGLike) -> None:
+        """With ``noise_source="opendp"`` a seed cannot make the noise reproducible: refused, never ignored."""
+        if self.noise_source == "opendp":
+            check_csprng_rng(rng, type(self).__name__)
+
     def _check_source(self) -> None:
         object.__setattr__(
             self, "noise_source", check_choice(self.noise_source, "noise_source", type(self).__name__, NOISE_SOURCES)
@@ -88,6 +105,7 @@ class _Curated(BitSumProtocol):
 
     def randomize(self, x: Any, *, rng: RNGLike = None) -> MessageBatch:
         bits = self.check_bits(x)
+        self._check_rng(rng)
         generator = as_generator(rng, type(self).__name__)
         n_instances = bits.shape[1]
         noise = self.noise(bits.sum(axis=0), generator)
@@ -100,6 +118,7 @@ class _Curated(BitSumProtocol):
     def sample_view(self, x: Any, *, rng: RNGLike = None) -> MessageHistogram:
         """The same histogram as the faithful path, from the counts directly."""
         bits = self.check_bits(x)
+        self._check_rng(rng)
         generator = as_generator(rng, type(self).__name__)
         ones = bits.sum(axis=0)
         noise = self.noise(ones, generator)
@@ -116,6 +135,7 @@ class _Curated(BitSumProtocol):
 
     def complete_view(self, partial: PartialView, *, rng: RNGLike = None) -> MessageHistogram:
         """The curator's noise, drawn once for the total count of ones, added to the summed chunks."""
+        self._check_rng(rng)
         histogram = super().complete_view(partial, rng=rng)
         ones = histogram.count(1)
         if np.any(histogram.count(-1)):
@@ -302,6 +322,7 @@ class CentralGaussianBitSum(_Curated):
                 upper=upper,
                 more_private="increasing",
                 tolerance=1e-7,
+                caller=(owner, "delta", delta),
             )
         protocol = cls(n_users=n_users, scale=sigma, delta=delta, noise_source=noise_source)
         if not protocol.guarantee.epsilon <= epsilon * (1 + 1e-9):

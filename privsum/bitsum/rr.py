@@ -12,17 +12,20 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from privsum._convolution import convolve_pmfs
 from privsum._random import RNGLike, as_generator
-from privsum._validation import check_delta, check_epsilon, check_integer, check_real, invalid
+from privsum._validation import check_choice, check_delta, check_epsilon, check_integer, check_real, invalid
 from privsum.accounting.calibration import calibrate
+from privsum.accounting.envelope import symmetric_pair_from_samples
 from privsum.accounting.events import GuaranteeEvent, PrivacyEvent, ProfileEvent
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
 from privsum.accounting.profile import PrivacyProfile, randomized_response_profile
 from privsum.bitsum.base import BitSumProtocol, check_calibration, instance_ids
+from privsum.exceptions import InvalidParameterError
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
 
-__all__ = ["LocalRRBitSum", "RRBitSum", "rr_worst_case_delta_bound", "rr_worst_case_epsilon"]
+__all__ = ["LocalRRBitSum", "RRBitSum", "rr_worst_case_delta_bound", "rr_worst_case_epsilon", "rr_worst_case_profile"]
 
 _SMALLEST_FLIP = 1e-12
 # Blocks of the counting faithful view: at most 255 users (so that per-block counts fit in uint8)
@@ -31,6 +34,10 @@ _MAX_BLOCK_ROWS = 255
 _BLOCK_ENTRIES = 1 << 15
 # A verified delta may exceed its target only by float rounding.
 _RTOL = 1e-9
+# Ways to compose RRBitSum: by the pair dominating its worst-case profile, or as a generic (epsilon, delta).
+RR_COMPOSITIONS = ("profile", "guarantee")
+# Small increases of q tried when the worst-case profile (1 % slack) misses the calibrated headline.
+_HEADLINE_NUDGES = 30
 
 
 class _FlippedReports(BitSumProtocol):
@@ -126,6 +133,7 @@ class RRBitSum(_FlippedReports):
         n_users: users the guarantee is computed for (at least this many must take part).
         flip_probability: ``q`` in ``(0, 0.5)``.
         delta: the delta at which the headline epsilon is reported, in ``(0, 1)``.
+        composition: ``"profile"`` (compose by the worst-case profile) or ``"guarantee"``.
 
     Privacy:
         Replace-one, for one instance. The adversary sees the count and knows every other bit;
@@ -137,8 +145,13 @@ class RRBitSum(_FlippedReports):
         maximum and at most ``1e-9`` above it; the reference that visits every ``k`` is
         `privsum.bitsum.exact.rr_worst_case_delta`). The worst ``k`` depends on epsilon (at
         ``n = 10^5``, ``q = 3.4e-4`` it is ``k = 0`` at epsilon 1 but ``k = 263`` at epsilon 0.7),
-        so no single pair dominates at every epsilon: the event is a `GuaranteeEvent` and composes
-        as a generic (epsilon, delta) mechanism.
+        so no single neighbour dominates at every epsilon. The maximum of all their profiles is
+        still a privacy profile with a dominating pair (Zhu, Dong & Wang, AISTATS 2022):
+        with ``composition="profile"`` (default) the event is a `ProfileEvent` holding that pair
+        (`rr_worst_case_profile`, sampled upper bounds joined by chords, which lie above the convex
+        maximum), so PLD composition composes RR by its worst case over every neighbour; with
+        ``composition="guarantee"`` it is a `GuaranteeEvent` composing as a generic
+        (epsilon, delta) mechanism (also `generic_event`, for comparison).
 
     Utility:
         Unbiased; variance ``n q(1-q)/(1-2q)^2`` for every true sum. One 1-bit message per user.
@@ -157,6 +170,7 @@ class RRBitSum(_FlippedReports):
     n_users: int
     flip_probability: float
     delta: float
+    composition: str = "profile"
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
@@ -164,9 +178,12 @@ class RRBitSum(_FlippedReports):
         flip = check_real(self.flip_probability, "flip_probability", owner, low=0.0, high=0.5, low_open=True, high_open=True)
         object.__setattr__(self, "flip_probability", flip)
         object.__setattr__(self, "delta", check_delta(self.delta, owner, allow_zero=False))
+        object.__setattr__(self, "composition", check_choice(self.composition, "composition", owner, RR_COMPOSITIONS))
 
     @classmethod
-    def from_privacy(cls, *, epsilon: float, delta: float, n_users: int, calibration: str = "tight") -> RRBitSum:
+    def from_privacy(
+        cls, *, epsilon: float, delta: float, n_users: int, calibration: str = "tight", composition: str = "profile"
+    ) -> RRBitSum:
         """The least flip probability meeting (epsilon, delta) for ``n_users`` users.
 
         Args:
@@ -179,6 +196,7 @@ class RRBitSum(_FlippedReports):
                 reference code, ``lambda = 64 log(4/delta)/epsilon^2`` if
                 ``epsilon >= sqrt(192 log(4/delta)/n)``, else
                 ``lambda = n - epsilon n^1.5/sqrt(432 log(4/delta))``; ``q = lambda/(2n)``.
+            composition: the event's kind, ``"profile"`` or ``"guarantee"`` (see the class).
 
         Raises:
             InvalidParameterError: a parameter is out of range, or the analytic formula gives
@@ -195,21 +213,46 @@ class RRBitSum(_FlippedReports):
         delta = check_delta(delta, owner, allow_zero=False)
         n_users = check_integer(n_users, "n_users", owner, low=1)
         calibration = check_calibration(calibration, owner)
+        composition = check_choice(composition, "composition", owner, RR_COMPOSITIONS)
         if calibration == "analytic":
             flip = _csuzz_flip_probability(epsilon, delta, n_users)
-            return cls(n_users=n_users, flip_probability=flip, delta=delta)
+            return cls(n_users=n_users, flip_probability=flip, delta=delta, composition=composition)
         flip = _tight_flip_probability(epsilon, delta, n_users)  # verified over every neighbour at epsilon
-        protocol = cls(n_users=n_users, flip_probability=flip, delta=delta)
-        protocol.__dict__["event"] = _rr_event(epsilon, delta)  # pre-fill the cached property
-        return protocol
+        if composition == "guarantee":
+            protocol = cls(n_users=n_users, flip_probability=flip, delta=delta, composition=composition)
+            protocol.__dict__["event"] = _rr_event(epsilon, delta)  # pre-fill the cached property
+            return protocol
+        if flip > 1.0 / (1.0 + math.exp(epsilon)):  # delta below the bounds' accuracy: the epsilon-LDP flip
+            protocol = cls(n_users=n_users, flip_probability=flip, delta=delta, composition=composition)
+            local = randomized_response_profile(math.log((1.0 - flip) / flip))  # dominates the shuffled output
+            protocol.__dict__["event"] = ProfileEvent(local, PrivacyGuarantee(epsilon, delta, Neighbouring.REPLACE_ONE))
+            return protocol
+        for _ in range(_HEADLINE_NUDGES):  # the profile's 1 % slack may need a slightly larger q
+            profile = _worst_case_profile(n_users, flip, delta, epsilon)
+            if profile.delta(epsilon) <= delta * (1 + _RTOL):
+                protocol = cls(n_users=n_users, flip_probability=flip, delta=delta, composition=composition)
+                protocol.__dict__["event"] = ProfileEvent(profile, PrivacyGuarantee(epsilon, delta, Neighbouring.REPLACE_ONE))
+                return protocol
+            flip = min(flip * (1.0 + 1e-3), 1.0 / (1.0 + math.exp(epsilon)))
+        raise RuntimeError("RRBitSum: the worst-case profile misses the calibrated target")  # pragma: no cover
 
     @functools.cached_property
     def event(self) -> PrivacyEvent:
-        """Verified (epsilon, delta) of one instance, replace-one (see the class docstring)."""
-        return _rr_event(_verified_epsilon(self.n_users, self.flip_probability, self.delta), self.delta)
+        """One instance, replace-one: the worst-case profile's pair, or a generic (epsilon, delta) (see the class docstring)."""
+        return self._event_for(self.n_users)
 
     def _event_for_fewer(self, n_participants: int) -> PrivacyEvent:
-        return _rr_event(_verified_epsilon(n_participants, self.flip_probability, self.delta), self.delta)
+        return self._event_for(n_participants)
+
+    def _event_for(self, n_participants: int) -> PrivacyEvent:
+        if self.composition == "guarantee":
+            return _rr_event(_verified_epsilon(n_participants, self.flip_probability, self.delta), self.delta)
+        return ProfileEvent.at_delta(_worst_case_profile(n_participants, self.flip_probability, self.delta), self.delta)
+
+    @property
+    def generic_event(self) -> PrivacyEvent:
+        """The verified headline as a generic (epsilon, delta) mechanism (the ``composition="guarantee"`` event)."""
+        return _rr_event(_verified_epsilon(self.n_users, self.flip_probability, self.delta), self.delta)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -276,6 +319,11 @@ class LocalRRBitSum(_FlippedReports):
         return False
 
 
+def _worst_case_profile(n_users: int, flip: float, delta: float, *epsilons: float) -> PrivacyProfile:
+    """`rr_worst_case_profile` with an absolute slack of ``1e-6 delta`` and exact samples at ``epsilons``."""
+    return rr_worst_case_profile(n_users, flip, atol=min(1e-3, 1e-6 * delta), epsilons=list(epsilons))
+
+
 def _rr_event(epsilon: float, delta: float) -> GuaranteeEvent:
     return GuaranteeEvent(PrivacyGuarantee(epsilon, delta, Neighbouring.REPLACE_ONE))
 
@@ -313,6 +361,12 @@ _TAIL_MASS = 1e-30
 _BOUND_RTOL = 1e-9
 # Recently evaluated pairs are cached (they do not depend on epsilon or delta); at most 256 of them.
 _PAIR_CACHE_SIZE = 256
+# Long convolutions go by FFT when its error bound costs at most this share of the target delta
+# (added to delta, so results stay upper bounds; see `_neighbour_pair`).
+_FFT_DELTA_SHARE = 1e-4
+# Relative slack of the worst-case profile's samples above an exactly evaluated neighbour.
+_ENVELOPE_RTOL = 1e-2
+_SMALLEST_TAIL = math.ulp(0.0)  # 5e-324, the smallest positive float
 
 
 def _binomial_window(trials: int, flip: float, tail_mass: float) -> tuple[np.ndarray, float]:
@@ -324,7 +378,8 @@ def _binomial_window(trials: int, flip: float, tail_mass: float) -> tuple[np.nda
     """
     if trials == 0:
         return np.ones(1), 0.0
-    log_term = math.log(1.0 / tail_mass)
+    tail_mass = max(tail_mass, _SMALLEST_TAIL)  # a larger cut is still bounded (and reported): no log(1/0)
+    log_term = -math.log(tail_mass)  # not log(1 / tail_mass): 1 / a subnormal tail overflows
     mean = trials * flip
     radius = log_term / 3.0 + math.sqrt((log_term / 3.0) ** 2 + 2.0 * mean * (1.0 - flip) * log_term)
     low = max(0, math.ceil(mean - radius - 1e-9))  # values below low are < mean - radius
@@ -334,22 +389,32 @@ def _binomial_window(trials: int, flip: float, tail_mass: float) -> tuple[np.nda
 
 
 @functools.lru_cache(maxsize=_PAIR_CACHE_SIZE)
-def _neighbour_pair(n_users: int, flip: float, ones: int, tail_mass: float) -> PrivacyProfile:
-    """Exact profile (truncated tails counted as infinite loss) for ``ones`` ones among ``n_users - 1`` others."""
+def _neighbour_pair(n_users: int, flip: float, ones: int, tail_mass: float, fft_delta_error: float = 0.0) -> PrivacyProfile:
+    """Exact profile (truncated tails counted as infinite loss) for ``ones`` ones among ``n_users - 1`` others.
+
+    The others' count ``U - D`` is a convolution, by FFT when that is long and its error bound
+    ``e`` (L1, `privsum._convolution`) costs at most ``fft_delta_error`` in delta. That cost is
+    ``e / q``: a point contributes to ``HS_x`` only where its likelihood ratio, at most
+    ``(1-q)/q``, exceeds ``x``, so an L1 error ``e`` in the others' pmf (hence in each of ``P`` and
+    ``Q``) moves ``HS_x`` by at most ``e + x e <= e / q``. It is added to both tails (infinite loss).
+    """
     up, up_cut = _binomial_window(n_users - 1 - ones, flip, tail_mass)
     down, down_cut = _binomial_window(ones, flip, tail_mass)
-    others = np.convolve(up, down[::-1])  # U - D up to a shift: the profile is shift invariant
+    # U - D up to a shift (the profile is shift invariant)
+    others, error = convolve_pmfs(up, down[::-1], allowed_error=fft_delta_error * flip)
     padded = np.append(others, 0.0)
     shifted = np.insert(others, 0, 0.0)
     bit_zero = (1.0 - flip) * padded + flip * shifted
     bit_one = flip * padded + (1.0 - flip) * shifted
-    cut = min(1.0, up_cut + down_cut)
+    cut = min(1.0, up_cut + down_cut + error / flip)
     return PrivacyProfile(bit_zero, bit_one, neighbouring=Neighbouring.REPLACE_ONE, p_tail=cut, q_tail=cut)
 
 
-def _block_pair(n_users: int, flip: float, first: int, last: int, tail_mass: float) -> PrivacyProfile:
+def _block_pair(
+    n_users: int, flip: float, first: int, last: int, tail_mass: float, fft_delta_error: float = 0.0
+) -> PrivacyProfile:
     """A pair dominating every neighbour ``k`` in ``first..last`` (exact when ``first == last``)."""
-    return _neighbour_pair(n_users - (last - first), flip, first, tail_mass)
+    return _neighbour_pair(n_users - (last - first), flip, first, tail_mass, fft_delta_error)
 
 
 def _seed_ks(half: int) -> list[int]:
@@ -368,6 +433,7 @@ def _branch_and_bound(
     atol: float,
     tail_mass: float,
     threshold: float | None = None,
+    fft_delta_error: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Maximum over ``k = 0..(n-1)//2`` of ``score(pair_k)`` (non-decreasing under post-processing).
 
@@ -379,7 +445,7 @@ def _branch_and_bound(
     half = (n_users - 1) // 2
     lower, best_k = None, 0
     for k in _seed_ks(half):
-        value = np.atleast_1d(score(_block_pair(n_users, flip, k, k, tail_mass)))
+        value = np.atleast_1d(score(_block_pair(n_users, flip, k, k, tail_mass, fft_delta_error)))
         if lower is None or np.any(value > lower):
             lower, best_k = value if lower is None else np.maximum(lower, value), k
         if threshold is not None and value[0] > threshold:
@@ -393,7 +459,7 @@ def _branch_and_bound(
         return bool(np.all(bound <= lower * (1.0 + rtol) + atol))
 
     def push(first: int, last: int) -> None:
-        bound = np.atleast_1d(score(_block_pair(n_users, flip, first, last, tail_mass)))
+        bound = np.atleast_1d(score(_block_pair(n_users, flip, first, last, tail_mass, fft_delta_error)))
         heapq.heappush(heap, (-float(np.max(bound / scale)), first, last, bound))
 
     heap: list[tuple[float, int, int, np.ndarray]] = []
@@ -485,9 +551,76 @@ def rr_worst_case_epsilon(n_users: int, flip_probability: float, delta: float) -
     delta = check_delta(delta, owner, allow_zero=False)
     tail = min(_TAIL_MASS, 1e-10 * delta)
     upper, _, _ = _branch_and_bound(
-        n_users, flip, lambda pair: np.array([pair.epsilon(delta)]), rtol=_BOUND_RTOL, atol=1e-12, tail_mass=tail
+        n_users,
+        flip,
+        lambda pair: np.array([pair.epsilon(delta)]),
+        rtol=_BOUND_RTOL,
+        atol=1e-12,
+        tail_mass=tail,
+        fft_delta_error=_FFT_DELTA_SHARE * delta,
     )
     return float(upper[0])
+
+
+def rr_worst_case_profile(
+    n_users: int, flip_probability: float, *, atol: float = 1e-15, resolution: float = 1e-3, epsilons: Any = ()
+) -> PrivacyProfile:
+    """A symmetric pair dominating shuffled RR's profile for **every** neighbour, both directions.
+
+    The maximum over every ``k`` (ones among the others) and both directions of the exact
+    ``delta_k(epsilon)`` is sampled on a grid of epsilons (step ``resolution``, from 0 to the
+    largest possible privacy loss ``log((1-q)/q)``, plus any ``epsilons`` given) by the same
+    branch and bound as `rr_worst_case_delta_bound` (every sample an upper bound, within a relative
+    ``1e-2`` plus ``atol`` of an exactly evaluated neighbour: a 1 % slack in delta, far below what
+    moves a calibration), and the pair whose profile is the
+    chord interpolation of the samples is built by
+    `privsum.accounting.envelope.symmetric_pair_from_samples`. Its profile is at least every
+    ``delta_k`` at every epsilon (chords of a convex curve lie above it), and its privacy-loss
+    distribution composes RR by its worst case (`RRBitSum.event`).
+
+    Args:
+        n_users: users taking part.
+        flip_probability: the RR flip probability in ``(0, 0.5)``.
+        atol: absolute slack accepted in each sample (half for the branch and bound, half for the
+            error bound of FFT convolutions, both counted in full).
+        resolution: epsilon step of the samples.
+        epsilons: extra sample points (the profile is then tight there).
+
+    Privacy:
+        Replace-one, one instance; the pair dominates every neighbouring pair of the count view.
+
+    References:
+        Zhu, Dong & Wang, "Optimal Accounting of Differential Privacy via Characteristic
+        Function", AISTATS 2022 (profiles and dominating pairs).
+
+    Examples:
+        >>> from privsum.bitsum.exact import rr_worst_case_delta
+        >>> pair = rr_worst_case_profile(300, 0.05, epsilons=[0.7])
+        >>> exact = rr_worst_case_delta(300, 0.05, 0.7)[0]
+        >>> bool(exact <= pair.delta(0.7) <= exact * (1 + 1e-2) + 1e-15)
+        True
+    """
+    owner = "rr_worst_case_profile"
+    n_users = check_integer(n_users, "n_users", owner, low=1)
+    flip = _checked_flip(flip_probability, owner)
+    atol = check_real(atol, "atol", owner, low=0.0, high=1e-3, low_open=True)
+    resolution = check_real(resolution, "resolution", owner, low=1e-6, high=0.1)
+    extra = _checked_epsilons(epsilons, owner) if np.size(epsilons) else np.zeros(0)
+    largest_loss = math.log((1.0 - flip) / flip) + 1e-9  # every likelihood ratio of the view is below e^this
+    steps = math.ceil(largest_loss / resolution)
+    if steps > 1_000_000:
+        raise invalid("resolution", owner, f"coarse enough for at most 10^6 samples up to epsilon {largest_loss:.3g}", resolution)
+    grid = np.union1d(np.linspace(0.0, largest_loss, steps + 1), extra[extra < largest_loss])
+    upper, _, _ = _branch_and_bound(
+        n_users,
+        flip,
+        lambda pair: pair.delta(grid),
+        rtol=_ENVELOPE_RTOL,
+        atol=atol / 2,
+        tail_mass=min(_TAIL_MASS, atol * 1e-6),
+        fft_delta_error=atol / 2,
+    )
+    return symmetric_pair_from_samples(grid, np.minimum(upper, 1.0), neighbouring=Neighbouring.REPLACE_ONE)
 
 
 def _checked_flip(value: float, owner: str) -> float:
@@ -506,7 +639,14 @@ def _meets_target(n_users: int, flip: float, epsilon: float, delta: float) -> tu
     tail = min(_TAIL_MASS, 1e-10 * delta)
     threshold = delta * (1 + _RTOL)
     upper, _, k = _branch_and_bound(
-        n_users, flip, lambda pair: pair.delta(np.array([epsilon])), rtol=0.0, atol=0.0, tail_mass=tail, threshold=threshold
+        n_users,
+        flip,
+        lambda pair: pair.delta(np.array([epsilon])),
+        rtol=0.0,
+        atol=0.0,
+        tail_mass=tail,
+        threshold=threshold,
+        fft_delta_error=_FFT_DELTA_SHARE * delta,
     )
     return bool(upper[0] <= threshold), k
 
@@ -515,21 +655,25 @@ def _tight_flip_probability(epsilon: float, delta: float, n_users: int) -> float
     """Bisection on ``log q`` against the worst of a growing set of neighbours, verified over all of them."""
     local = 1.0 / (1.0 + math.exp(epsilon))  # epsilon-LDP: meets any delta
     tail = min(_TAIL_MASS, 1e-10 * delta)
+    fft = _FFT_DELTA_SHARE * delta
     candidates = {0}
     for _ in range(40):
 
         def delta_at(log_flip: float, ks: frozenset[int] = frozenset(candidates)) -> float:
             flip = math.exp(log_flip)
-            return max(float(_neighbour_pair(n_users, flip, k, tail).delta(epsilon)) for k in ks)
+            return max(float(_neighbour_pair(n_users, flip, k, tail, fft).delta(epsilon)) for k in ks)
 
-        log_flip = calibrate(
-            delta_at,
-            target_delta=delta,
-            lower=math.log(_SMALLEST_FLIP),
-            upper=math.log(local),
-            more_private="increasing",
-            tolerance=1e-6,
-        )
+        try:
+            log_flip = calibrate(
+                delta_at,
+                target_delta=delta,
+                lower=math.log(_SMALLEST_FLIP),
+                upper=math.log(local),
+                more_private="increasing",
+                tolerance=1e-6,
+            )
+        except InvalidParameterError:  # delta below the numerical accuracy of the bound: epsilon-LDP meets any delta
+            return local * (1.0 + 1e-12)  # rounded towards more privacy: its local epsilon is below epsilon
         flip = min(math.exp(log_flip), local)
         meets, violating_k = _meets_target(n_users, flip, epsilon, delta)
         if meets:

@@ -30,14 +30,24 @@ def _dask() -> Any:
     return dask
 
 
+_ROOT_WORDS = 4  # 4 x 64 = 256 bits of entropy drawn from rng
+_POOL_WORDS = 8  # 8 x 32 = 256-bit SeedSequence pool (numpy's default is 128 bits)
+
+
 def spawn_seeds(rng: RNGLike, count: int) -> list[np.random.SeedSequence]:
     """``count`` independent seed sequences: ``SeedSequence.spawn`` of one root drawn from ``rng``.
 
-    A `numpy.random.SeedSequence` is the root itself; anything else seeds a generator (SPEC 7)
-    whose draws make the root's entropy, so an int seed gives reproducible streams.
+    A `numpy.random.SeedSequence` is the root itself; anything else seeds a generator (Scientific
+    Python SPEC 7) whose draws make the root's entropy, so an int seed gives reproducible streams.
+    The root holds 256 bits of entropy in a 256-bit pool (``pool_size=8``), and its children
+    inherit the pool: a secure run keys every worker's ChaCha20 with 256 bits, as
+    `~privsum._random.secure_generator` does (a 128-bit pool would cap the key at 128 bits).
+    A `~numpy.random.SeedSequence` passed in is used as given (its own pool size and entropy).
 
     Examples:
         >>> first, second = spawn_seeds(7, 2)
+        >>> first.pool_size * 32
+        256
         >>> first.spawn_key, second.spawn_key
         ((0,), (1,))
         >>> bool(np.random.default_rng(first).random() != np.random.default_rng(second).random())
@@ -47,7 +57,8 @@ def spawn_seeds(rng: RNGLike, count: int) -> list[np.random.SeedSequence]:
     if isinstance(rng, np.random.SeedSequence):
         root = rng
     else:
-        root = np.random.SeedSequence(as_generator(rng, "spawn_seeds").integers(0, 2**63, size=4).tolist())
+        words = as_generator(rng, "spawn_seeds").integers(0, 2**64, size=_ROOT_WORDS, dtype=np.uint64)
+        root = np.random.SeedSequence([int(word) for word in words], pool_size=_POOL_WORDS)
     return root.spawn(count)
 
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from privsum._random import RNGLike, as_generator
 from privsum._validation import check_choice, check_delta, check_epsilon, check_integer, invalid
+from privsum.accounting.cache import cached_calibration
 from privsum.accounting.events import ComposedEvent, GuaranteeEvent, PrivacyEvent
 from privsum.accounting.guarantee import PrivacyGuarantee
 from privsum.accounting.pld import PLDPair
@@ -191,9 +192,10 @@ class ShuffledKDE(ShuffleProtocol):
 
         ``"tight"``: ``epsilon`` at ``delta`` of the PLD composition (basic composition when
         ``delta = 0``); ``"seed"``: Theorem 3.2. No privacy (an infinite per-instance epsilon)
-        gives ``epsilon = inf``.
+        gives ``epsilon = inf``. Cached by its parameters (`~privsum.accounting.cache`), so KDEs
+        sharing a calibrated bit sum, accounting and number of touched instances share it.
         """
-        return self._guarantee_of(self.bitsum.event)
+        return cached_calibration(_kde_guarantee, self.bitsum, None, *self._accounting_parameters())
 
     def event_for_participants(self, n_participants: int) -> PrivacyEvent:
         """The touched instances' events when ``n_participants`` users take part, composed (for an accountant)."""
@@ -209,32 +211,14 @@ class ShuffledKDE(ShuffleProtocol):
         n_participants = check_integer(n_participants, "n_participants", "ShuffledKDE", low=1)
         if n_participants >= self.n_users:
             return self.guarantee
-        return self._guarantee_of(self.bitsum.event_for_participants(n_participants))
+        return cached_calibration(_kde_guarantee, self.bitsum, n_participants, *self._accounting_parameters())
+
+    def _accounting_parameters(self) -> tuple[int, int, str, float]:
+        """Everything besides the bit sum that the guarantee depends on (the cache key)."""
+        return self.touched_per_repetition, self.family.n_repetitions, self.accounting, self.delta
 
     def _guarantee_of(self, instance_event: PrivacyEvent) -> PrivacyGuarantee:
-        instance = instance_event.guarantee
-        if not instance.is_finite:
-            return PrivacyGuarantee(math.inf, 0.0, instance.neighbouring)
-        if self.accounting == "seed":
-            return self._seed_guarantee(instance)
-        event = ComposedEvent(instance_event, self.touched_instances)
-        if self.delta == 0.0:
-            return event.guarantee
-        return _composed_guarantee(event, self.delta)
-
-    def _seed_guarantee(self, instance: PrivacyGuarantee) -> PrivacyGuarantee:
-        touched = self.touched_per_repetition
-        repetitions = self.family.n_repetitions
-        if instance.is_pure:
-            return PrivacyGuarantee(instance.epsilon * touched * repetitions, 0.0, instance.neighbouring)
-        if self.delta == 0.0:
-            raise invalid("delta", "ShuffledKDE", "positive for seed accounting of an approximate-DP bit sum", self.delta)
-        slack = self.delta / 2
-        epsilon = seed_composition_epsilon(instance.epsilon, touched, repetitions, slack)
-        delta = repetitions * touched * instance.delta + slack
-        if not delta < 1.0:
-            raise invalid("delta", "ShuffledKDE", "large enough to cover the instances' deltas", self.delta)
-        return PrivacyGuarantee(epsilon, delta, instance.neighbouring)
+        return _guarantee_of_event(instance_event, *self._accounting_parameters())
 
     def sup_rmse_bound(self) -> float:
         """Theorem 3.2's bound on the supRMSE of the released estimate (the bit sum's worst-case RMSE as ``E``)."""
@@ -411,7 +395,9 @@ class ShuffledKDE(ShuffleProtocol):
           (cheap, and a valid starting point since it dominates every such event), and only then
           refines with the protocol's own event when that is sharper than its headline.
 
-        The result is checked: its `guarantee` never exceeds the target.
+        The result is checked: its `guarantee` never exceeds the target. Results are cached in
+        memory by all these arguments (`~privsum.accounting.cache`): a repeated call (another
+        class, another fit) returns the identical, immutable protocol.
 
         Args:
             family: the LSQ family.
@@ -424,7 +410,7 @@ class ShuffledKDE(ShuffleProtocol):
             accounting: ``"tight"`` or ``"seed"``.
             calibration: passed to ``protocol.from_privacy`` (``"tight"`` or ``"analytic"``).
             chunk_size: users processed at once.
-            precision: ``"float64"`` or ``"float32"`` features in the rounding step (see the class).
+            precision: ``"float64"``, ``"float32"`` or ``"exact"`` features in the rounding step (see the class).
             protocol_options: extra keyword arguments for ``protocol.from_privacy`` (e.g. ``noise_source``).
 
         Raises:
@@ -438,14 +424,37 @@ class ShuffledKDE(ShuffleProtocol):
         delta = check_delta(delta, owner)
         n_users = check_integer(n_users, "n_users", owner, low=1)
         accounting = check_choice(accounting, "accounting", owner, ACCOUNTING_METHODS)
-        options = dict(protocol_options or {})
+        options = tuple(sorted(dict(protocol_options or {}).items()))
+        return cached_calibration(
+            cls._calibrated, family, protocol, epsilon, delta, n_users, accounting, calibration, chunk_size, precision, options
+        )
+
+    @classmethod
+    def _calibrated(
+        cls,
+        family: LSQFamily,
+        protocol: type[BitSumProtocol],
+        epsilon: float,
+        delta: float,
+        n_users: int,
+        accounting: str,
+        calibration: str,
+        chunk_size: int,
+        precision: str,
+        protocol_options: tuple[tuple[str, Any], ...],
+    ) -> ShuffledKDE:
+        """`from_privacy` after validation (cached by all its arguments)."""
+        owner = "ShuffledKDE.from_privacy"
+        options = dict(protocol_options)
         touched = touched_per_repetition(family)
         count = touched * family.n_repetitions
         delta0 = delta / (2 * count)
 
         @functools.cache
         def build(epsilon0: float) -> ShuffledKDE:
-            bitsum = protocol.from_privacy(epsilon=epsilon0, delta=delta0, n_users=n_users, calibration=calibration, **options)
+            bitsum = cached_calibration(
+                protocol.from_privacy, epsilon=epsilon0, delta=delta0, n_users=n_users, calibration=calibration, **options
+            )
             return cls(
                 family=family, bitsum=bitsum, delta=delta, accounting=accounting, chunk_size=chunk_size, precision=precision
             )
@@ -554,6 +563,41 @@ def _fourier_probabilities(
     np.cos(probabilities, out=probabilities)
     np.square(probabilities, out=probabilities)
     return probabilities
+
+
+def _kde_guarantee(
+    bitsum: BitSumProtocol, n_participants: int | None, touched: int, repetitions: int, accounting: str, delta: float
+) -> PrivacyGuarantee:
+    """The KDE's guarantee from its bit sum (for ``n_participants``, or its own ``n_users`` when ``None``)."""
+    event = bitsum.event if n_participants is None else bitsum.event_for_participants(n_participants)
+    return _guarantee_of_event(event, touched, repetitions, accounting, delta)
+
+
+def _guarantee_of_event(
+    instance_event: PrivacyEvent, touched: int, repetitions: int, accounting: str, delta: float
+) -> PrivacyGuarantee:
+    instance = instance_event.guarantee
+    if not instance.is_finite:
+        return PrivacyGuarantee(math.inf, 0.0, instance.neighbouring)
+    if accounting == "seed":
+        return _seed_guarantee(instance, touched, repetitions, delta)
+    event = ComposedEvent(instance_event, repetitions * touched)
+    if delta == 0.0:
+        return event.guarantee
+    return _composed_guarantee(event, delta)
+
+
+def _seed_guarantee(instance: PrivacyGuarantee, touched: int, repetitions: int, delta: float) -> PrivacyGuarantee:
+    if instance.is_pure:
+        return PrivacyGuarantee(instance.epsilon * touched * repetitions, 0.0, instance.neighbouring)
+    if delta == 0.0:
+        raise invalid("delta", "ShuffledKDE", "positive for seed accounting of an approximate-DP bit sum", delta)
+    slack = delta / 2
+    epsilon = seed_composition_epsilon(instance.epsilon, touched, repetitions, slack)
+    total_delta = repetitions * touched * instance.delta + slack
+    if not total_delta < 1.0:
+        raise invalid("delta", "ShuffledKDE", "large enough to cover the instances' deltas", delta)
+    return PrivacyGuarantee(epsilon, total_delta, instance.neighbouring)
 
 
 def touched_per_repetition(family: LSQFamily) -> int:

@@ -6,17 +6,18 @@ import math
 
 import numpy as np
 
-from privsum._random import SECURE, RNGLike, as_generator
-from privsum._validation import check_choice, invalid
+from privsum._random import RNGLike, as_generator, check_csprng_rng
+from privsum._validation import check_choice
 from privsum.shuffle.noise import sample_discrete_laplace
 
-__all__ = ["SAMPLERS", "add_discrete_laplace"]
+__all__ = ["NOISE_SOURCES", "SAMPLERS", "add_discrete_laplace"]
 
-SAMPLERS = ("opendp", "numpy")
+NOISE_SOURCES = ("opendp", "numpy")
+SAMPLERS = NOISE_SOURCES  # the former name
 
 
 def add_discrete_laplace(
-    counts: np.ndarray, *, sensitivity: float, epsilon: float, sampler: str, rng: RNGLike, owner: str
+    counts: np.ndarray, *, sensitivity: float, epsilon: float, noise_source: str, rng: RNGLike, owner: str
 ) -> np.ndarray:
     """Return ``counts + DLap`` noise of scale ``sensitivity/epsilon`` on every entry (int64).
 
@@ -24,21 +25,20 @@ def add_discrete_laplace(
     (ratio ``exp(-1/b)``); for an integer-valued query of L1 sensitivity ``Delta`` the scale
     ``Delta/epsilon`` gives pure epsilon-DP.
 
-    ``sampler="opendp"`` uses OpenDP's exact sampler (integer arithmetic, OS CSPRNG; ``rng``
-    must be ``None`` or ``"secure"``, which both mean that CSPRNG). ``sampler="numpy"`` draws
+    ``noise_source="opendp"`` uses OpenDP's exact sampler (integer arithmetic, OS CSPRNG; a seed
+    in ``rng`` is refused, see `~privsum._random.check_csprng_rng`). ``noise_source="numpy"`` draws
     the difference of two geometric variables from ``rng`` (reproducible, but numpy's geometric
     sampler uses floating-point inversion, so the distribution is exact only up to
     floating-point error; use it for experiments and tests).
     """
-    sampler = check_choice(sampler, "sampler", owner, SAMPLERS)
+    noise_source = check_choice(noise_source, "noise_source", owner, NOISE_SOURCES)
     scale = sensitivity / epsilon
     flat = np.ascontiguousarray(counts, dtype=np.int64).ravel()
-    if sampler == "numpy":
+    if noise_source == "numpy":
         generator = as_generator(rng, owner)
         noise = sample_discrete_laplace(generator, math.exp(-1.0 / scale), flat.size)
         return (flat + noise).reshape(counts.shape)
-    if not (rng is None or (isinstance(rng, str) and rng == SECURE)):
-        raise invalid("rng", owner, "None or 'secure' with sampler='opendp' (OpenDP draws from its own CSPRNG)", rng)
+    check_csprng_rng(rng, owner)
     return _opendp_discrete_laplace(flat, scale=scale, sensitivity=sensitivity, epsilon=epsilon).reshape(counts.shape)
 
 

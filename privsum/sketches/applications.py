@@ -11,12 +11,13 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
+from privsum._deprecation import NOT_GIVEN, renamed
 from privsum._random import RNGLike, as_generator
 from privsum._validation import as_array, check_array, check_choice, check_epsilon, check_integer, check_real, invalid
 from privsum.accounting import GuaranteeEvent, Neighbouring, PrivacyGuarantee
 from privsum.exceptions import NotFittedError
 from privsum.lsq.lsh import LSHFamily, SignedRandomProjection
-from privsum.sketches._noise import SAMPLERS
+from privsum.sketches._noise import NOISE_SOURCES
 from privsum.sketches.race import RACE, SKETCH_RELATIONS, ReleasedRACE
 
 __all__ = ["RACEClassifier", "RACELinearRegression", "anomaly_score"]
@@ -24,12 +25,17 @@ __all__ = ["RACEClassifier", "RACELinearRegression", "anomaly_score"]
 CLASSIFIER_RULES = ("map", "maximum_likelihood")
 
 
-def _private_rng(sampler: Any, random_state: RNGLike, owner: str) -> Any:
-    """One Generator for all releases of a fit (numpy sampler); ``None`` for OpenDP's own CSPRNG."""
-    if check_choice(sampler, "sampler", owner, SAMPLERS) == "numpy":
+def _noise_source(estimator: Any, owner: str) -> str:
+    """The estimator's ``noise_source``, or its deprecated ``sampler`` when that was set."""
+    return renamed("sampler", estimator.sampler, "noise_source", estimator.noise_source, "opendp", owner)
+
+
+def _private_rng(noise_source: Any, random_state: RNGLike, owner: str) -> Any:
+    """One Generator for all releases of a fit (numpy noise); ``None`` for OpenDP's own CSPRNG."""
+    if check_choice(noise_source, "noise_source", owner, NOISE_SOURCES) == "numpy":
         return as_generator(random_state, owner)
     if random_state is not None:
-        raise invalid("random_state", owner, "None with sampler='opendp' (OpenDP draws from its own CSPRNG)", random_state)
+        raise invalid("random_state", owner, "None with noise_source='opendp' (OpenDP draws from its own CSPRNG)", random_state)
     return None
 
 
@@ -74,7 +80,7 @@ def anomaly_score(sketch: RACE | ReleasedRACE, queries: Any, *, method: str = "m
         >>> from privsum.lsq import L2LSH
         >>> family = L2LSH(dimension=1, n_repetitions=100, bucket_width=1.0, n_buckets=64, seed=0)
         >>> data = np.random.default_rng(0).normal(size=(5000, 1))
-        >>> released = RACE(family).update(data).release(1.0, sampler="numpy", rng=1)
+        >>> released = RACE(family).update(data).release(1.0, noise_source="numpy", rng=1)
         >>> scores = anomaly_score(released, np.array([[0.0], [6.0]]))
         >>> bool(scores[1] > scores[0])
         True
@@ -98,8 +104,9 @@ class RACEClassifier:
         epsilon: the privacy parameter of the whole fit.
         neighbouring: ``"add-remove"`` or ``"replace-one"`` (a user's point and label may change).
         rule: ``"map"`` or ``"maximum_likelihood"``.
-        sampler: ``"opendp"`` or ``"numpy"`` (see `RACE.release`).
-        random_state: private randomness for ``sampler="numpy"``.
+        noise_source: ``"opendp"`` or ``"numpy"`` (see `RACE.release`).
+        random_state: private randomness for ``noise_source="numpy"``.
+        sampler: deprecated name of ``noise_source``.
 
     Privacy:
         Each user's point enters exactly one class sketch. Each sketch is released with the
@@ -116,7 +123,7 @@ class RACEClassifier:
         >>> X = np.vstack([rng.normal(-2, 1, size=(2000, 2)), rng.normal(2, 1, size=(2000, 2))])
         >>> y = np.repeat([0, 1], 2000)
         >>> family = L2LSH(dimension=2, n_repetitions=100, bucket_width=2.0, n_buckets=64, seed=1)
-        >>> model = RACEClassifier(family=family, classes=[0, 1], epsilon=1.0, sampler="numpy", random_state=2)
+        >>> model = RACEClassifier(family=family, classes=[0, 1], epsilon=1.0, noise_source="numpy", random_state=2)
         >>> model.fit(X, y).predict(np.array([[-2.0, -2.0], [2.0, 2.0]])).tolist()
         [0, 1]
     """
@@ -129,16 +136,18 @@ class RACEClassifier:
         epsilon: float,
         neighbouring: Neighbouring | str = Neighbouring.ADD_REMOVE,
         rule: str = "map",
-        sampler: str = "opendp",
+        noise_source: str = "opendp",
         random_state: RNGLike = None,
+        sampler: str = NOT_GIVEN,
     ) -> None:
         self.family = family
         self.classes = classes
         self.epsilon = epsilon
         self.neighbouring = neighbouring
         self.rule = rule
-        self.sampler = sampler
+        self.noise_source = noise_source
         self.random_state = random_state
+        self.sampler = sampler
 
     def fit(self, X: Any, y: Any) -> RACEClassifier:
         """Sketch and release each class's points; sets ``sketches_``, ``classes_``, ``event_``."""
@@ -157,11 +166,12 @@ class RACEClassifier:
             raise invalid("y", owner, f"a 1-D array of {points.shape[0]} labels", f"shape {labels.shape}")
         if not np.all(np.isin(labels, classes)):
             raise invalid("y", owner, "labels listed in 'classes'", "a label outside classes")
-        rng = _private_rng(self.sampler, self.random_state, owner)
+        noise_source = _noise_source(self, owner)
+        rng = _private_rng(noise_source, self.random_state, owner)
         self.sketches_ = [
             RACE(self.family)
             .update(points[labels == label])
-            .release(epsilon, neighbouring=relation, sampler=self.sampler, rng=rng)
+            .release(epsilon, neighbouring=relation, noise_source=noise_source, rng=rng)
             for label in classes
         ]
         self.classes_ = classes
@@ -211,8 +221,9 @@ class RACELinearRegression:
         smoothing: perturbation scale of the smoothed surrogate (``0`` disables smoothing).
         n_smoothing: number of perturbations.
         seed: public seed of the hash functions and of the perturbations.
-        sampler: ``"opendp"`` or ``"numpy"`` (see `RACE.release`).
-        random_state: private randomness for ``sampler="numpy"``.
+        noise_source: ``"opendp"`` or ``"numpy"`` (see `RACE.release`).
+        random_state: private randomness for ``noise_source="numpy"``.
+        sampler: deprecated name of ``noise_source``.
 
     Privacy:
         One sketch of the users' ``(x, y)`` pairs is released: ``(epsilon, 0)``-DP under
@@ -233,7 +244,7 @@ class RACELinearRegression:
         >>> X = rng.uniform(-1, 1, size=(20000, 1))
         >>> y = 0.5 * X[:, 0] + 0.05 * rng.normal(size=20000)
         >>> model = RACELinearRegression(
-        ...     n_rows=500, n_bits=4, epsilon=1.0, fit_intercept=False, seed=1, sampler="numpy", random_state=1
+        ...     n_rows=500, n_bits=4, epsilon=1.0, fit_intercept=False, seed=1, noise_source="numpy", random_state=1
         ... ).fit(X, y)
         >>> model.coef_.shape, model.event_.guarantee.epsilon
         ((1,), 1.0)
@@ -250,8 +261,9 @@ class RACELinearRegression:
         smoothing: float = 0.1,
         n_smoothing: int = 64,
         seed: int = 0,
-        sampler: str = "opendp",
+        noise_source: str = "opendp",
         random_state: RNGLike = None,
+        sampler: str = NOT_GIVEN,
     ) -> None:
         self.n_rows = n_rows
         self.n_bits = n_bits
@@ -261,8 +273,9 @@ class RACELinearRegression:
         self.smoothing = smoothing
         self.n_smoothing = n_smoothing
         self.seed = seed
-        self.sampler = sampler
+        self.noise_source = noise_source
         self.random_state = random_state
+        self.sampler = sampler
 
     def fit(self, X: Any, y: Any) -> RACELinearRegression:
         """Sketch ``(x, y)``, release it, minimise the surrogate; sets ``coef_``, ``intercept_``, ``sketch_``, ``event_``."""
@@ -282,9 +295,10 @@ class RACELinearRegression:
         family = SignedRandomProjection(
             dimension=n_coefficients + 1, n_repetitions=self.n_rows, n_bits=self.n_bits, seed=self.seed
         )
-        rng = _private_rng(self.sampler, self.random_state, owner)
+        noise_source = _noise_source(self, owner)
+        rng = _private_rng(noise_source, self.random_state, owner)
         sketch = RACE(family).update(np.column_stack([features, targets]))
-        self.sketch_ = sketch.release(epsilon, neighbouring=relation, sampler=self.sampler, rng=rng)
+        self.sketch_ = sketch.release(epsilon, neighbouring=relation, noise_source=noise_source, rng=rng)
         self.event_ = self.sketch_.event
         perturbations = np.random.default_rng(self.seed).normal(scale=smoothing, size=(n_smoothing, n_coefficients))
         solution = self._minimise(perturbations, n_coefficients)

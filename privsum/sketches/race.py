@@ -1,17 +1,18 @@
-"""RACE: repeated arrays of count estimators over an LSH family, and its private release (seed 002)."""
+"""RACE: repeated arrays of count estimators over an LSH family, and its private release (Coleman & Shrivastava, CCS 2021)."""
 
 from __future__ import annotations
 
 import abc
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from privsum._deprecation import NOT_GIVEN, renamed
 from privsum._random import RNGLike
 from privsum._serialisation import Envelope, check_key, header_field, pack, unpack
-from privsum._validation import check_choice, check_epsilon, check_integer, check_real, invalid
+from privsum._validation import check_choice, check_epsilon, check_integer, check_integer_array, check_real, invalid
 from privsum.accounting import GuaranteeEvent, Neighbouring, PrivacyGuarantee
 from privsum.exceptions import IncompatibleSketchError, InvalidParameterError
 from privsum.lsq.base import LOADER_PUBLIC_DRAWS, check_loader_draws
@@ -29,6 +30,9 @@ _ENVELOPE = Envelope(magic=b"PSRACE", version=2, name="privsum RACE sketch")
 _KIND_RAW, _KIND_RELEASED = 0, 1
 _KIND_NAMES = {_KIND_RAW: "a raw RACE sketch", _KIND_RELEASED: "a released RACE sketch"}
 _CODES_PER_CHUNK = 1 << 20
+#: Passed only by `RACE.release`, `ReleasedRACE.merge` and `ReleasedRACE.from_bytes`: a released sketch
+#: cannot be built by hand around counters that no release produced.
+_RELEASE_TOKEN = object()
 
 
 class _CodeBuffer:
@@ -247,13 +251,31 @@ class RACE(_CounterArray):
         duplicate._n_updates = self._n_updates
         return duplicate
 
+    @property
+    def is_empty(self) -> bool:
+        """Whether the sketch has absorbed no point."""
+        return self._n_updates == 0
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when both are raw sketches over the same family with the same counters and number of points."""
+        if not isinstance(other, RACE):
+            return NotImplemented
+        return (
+            self._n_updates == other._n_updates
+            and _same_family(self.family, other.family)
+            and bool(np.array_equal(self._counts, other._counts))
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
     def release(
         self,
         epsilon: float,
         *,
         neighbouring: Neighbouring | str = Neighbouring.ADD_REMOVE,
-        sampler: str = "opendp",
+        noise_source: str = "opendp",
         rng: RNGLike = None,
+        sampler: str = NOT_GIVEN,
     ) -> ReleasedRACE:
         """Release the sketch under pure epsilon-DP by adding discrete Laplace noise to every counter.
 
@@ -265,9 +287,10 @@ class RACE(_CounterArray):
         Args:
             epsilon: the privacy parameter, ``> 0``.
             neighbouring: ``"add-remove"`` (seed 002's relation) or ``"replace-one"``.
-            sampler: ``"opendp"`` (exact sampler, OS randomness; ``rng`` must be ``None`` or ``"secure"``) or
+            noise_source: ``"opendp"`` (exact sampler, OS randomness; ``rng`` must be ``None`` or ``"secure"``) or
                 ``"numpy"`` (seeded from ``rng``; floating-point geometric sampling, for experiments).
-            rng: private randomness for ``sampler="numpy"``; never stored.
+            rng: private randomness for ``noise_source="numpy"``; never stored.
+            sampler: deprecated name of ``noise_source``.
 
         Returns:
             A `ReleasedRACE` carrying the noisy counters and its accounting event. The exact
@@ -276,17 +299,20 @@ class RACE(_CounterArray):
         Privacy:
             ``(epsilon, 0)``-DP under the chosen relation, assuming each point is a different
             user (a user with ``k`` points has ``k`` times the sensitivity). The discrete Laplace
-            mechanism is exactly epsilon-DP for integer queries; with ``sampler="numpy"`` this holds
+            mechanism is exactly epsilon-DP for integer queries; with ``noise_source="numpy"`` this holds
             up to floating-point error of the sampler.
         """
         owner = "RACE.release"
+        noise_source = renamed("sampler", sampler, "noise_source", noise_source, "opendp", owner)
         epsilon = check_epsilon(epsilon, owner)
         relation = Neighbouring.parse(neighbouring, owner, SKETCH_RELATIONS)
         scale = noise_scale(self.n_rows, epsilon, relation)
         noisy = add_discrete_laplace(
-            self._counts, sensitivity=scale * epsilon, epsilon=epsilon, sampler=sampler, rng=rng, owner=owner
+            self._counts, sensitivity=scale * epsilon, epsilon=epsilon, noise_source=noise_source, rng=rng, owner=owner
         )
-        return ReleasedRACE(family=self.family, counts=noisy, epsilon=epsilon, neighbouring=relation, noise_scale=scale)
+        return ReleasedRACE(
+            family=self.family, counts=noisy, epsilon=epsilon, neighbouring=relation, noise_scales=(scale,), _token=_RELEASE_TOKEN
+        )
 
     def to_bytes(self, *, key: bytes | None = None) -> bytes:
         """Versioned binary form (no pickle): header (JSON family spec, fingerprint) + int64 counters.
@@ -404,17 +430,19 @@ def noise_scale(n_rows: int, epsilon: float, neighbouring: Neighbouring) -> floa
 class ReleasedRACE(_CounterArray):
     """A RACE sketch released under differential privacy (noise added exactly once).
 
-    Produced by `RACE.release` (or `from_bytes`). It supports every query of a `RACE`
-    (post-processing), but it cannot be updated, merged into a raw sketch or released again.
-    It does not carry the exact number of points: `point_count` is the unbiased estimate from
-    the noisy row totals.
+    Produced only by `RACE.release`, by merging releases (`merge`) or by loading one
+    (`from_bytes`): it cannot be built by hand, so its guarantee is always backed by the noise
+    that was added. It supports every query of a `RACE` (post-processing), but it cannot be
+    updated, merged into a raw sketch or released again. It does not carry the exact number of
+    points: `point_count` is the unbiased estimate from the noisy row totals.
 
     Attributes:
         family: the LSH family (public).
         counts: the noisy ``(R, W)`` integer counters.
         epsilon: the release's epsilon.
         neighbouring: the relation the guarantee holds for.
-        noise_scale: the discrete Laplace scale used, ``R/epsilon`` or ``2R/epsilon``.
+        noise_scales: the discrete Laplace scale of each merged release (one entry for a single
+            release): ``R/epsilon_i`` or ``2R/epsilon_i``.
 
     Privacy:
         `event` is ``GuaranteeEvent((epsilon, 0), neighbouring)``; every query is post-processing.
@@ -423,7 +451,7 @@ class ReleasedRACE(_CounterArray):
         >>> from privsum.lsq import L2LSH
         >>> family = L2LSH(dimension=1, n_repetitions=50, bucket_width=2.0, n_buckets=32, seed=3)
         >>> sketch = RACE(family).update(np.linspace(-1, 1, 1000)[:, None])
-        >>> released = sketch.release(1.0, sampler="numpy", rng=0)
+        >>> released = sketch.release(1.0, noise_source="numpy", rng=0)
         >>> released.noise_scale, released.event.guarantee
         (50.0, PrivacyGuarantee(epsilon=1.0, delta=0.0, neighbouring='add-remove'))
     """
@@ -432,13 +460,19 @@ class ReleasedRACE(_CounterArray):
     counts: np.ndarray
     epsilon: float
     neighbouring: Neighbouring
-    noise_scale: float
+    noise_scales: tuple[float, ...]
+    _token: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         owner = "ReleasedRACE"
+        if self._token is not _RELEASE_TOKEN:
+            raise InvalidParameterError(
+                "A ReleasedRACE comes only from RACE.release, ReleasedRACE.merge or ReleasedRACE.from_bytes: "
+                "its guarantee must be backed by noise that was actually added."
+            )
         if not isinstance(self.family, LSHFamily):
             raise invalid("family", owner, "an LSHFamily", self.family)
-        counts = np.array(self.counts, dtype=np.int64)
+        counts = check_integer_array(self.counts, "counts", owner, ndim=2).copy()
         if counts.shape != (self.family.n_repetitions, self.family.n_buckets):
             raise invalid(
                 "counts", owner, f"an array of shape {(self.family.n_repetitions, self.family.n_buckets)}", counts.shape
@@ -447,10 +481,21 @@ class ReleasedRACE(_CounterArray):
         object.__setattr__(self, "counts", counts)
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, owner))
         object.__setattr__(self, "neighbouring", Neighbouring.parse(self.neighbouring, owner, SKETCH_RELATIONS))
-        scale = check_real(self.noise_scale, "noise_scale", owner, low=0.0, low_open=True)
+        if not (isinstance(self.noise_scales, tuple) and self.noise_scales):
+            raise invalid("noise_scales", owner, "a non-empty tuple of scales", self.noise_scales)
+        scales = tuple(check_real(scale, "noise_scales", owner, low=0.0, low_open=True) for scale in self.noise_scales)
+        object.__setattr__(self, "noise_scales", scales)
+        # Parallel composition: the guarantee is the weakest part's, the one with the smallest scale.
         expected = noise_scale(self.family.n_repetitions, self.epsilon, self.neighbouring)
-        if not math.isclose(scale, expected, rel_tol=1e-12):
-            raise invalid("noise_scale", owner, f"the scale {expected:g} that epsilon and neighbouring require", self.noise_scale)
+        if not math.isclose(min(scales), expected, rel_tol=1e-12):
+            raise invalid(
+                "noise_scales", owner, f"a smallest scale of {expected:g}, what epsilon and neighbouring require", scales
+            )
+
+    @property
+    def noise_scale(self) -> float:
+        """The discrete Laplace scale of the release (of a merge: the smallest, which sets the guarantee)."""
+        return min(self.noise_scales)
 
     @property
     def guarantee(self) -> PrivacyGuarantee:
@@ -471,12 +516,60 @@ class ReleasedRACE(_CounterArray):
         return self.point_count
 
     def noise_variance(self) -> float:
-        """Exact variance of the discrete Laplace noise on one counter, ``2a/(1-a)^2``, ``a = e^(-1/scale)``.
+        """Exact variance of the noise on one counter: ``2a/(1-a)^2``, ``a = e^(-1/scale)``, summed over merged releases.
 
         It equals ``2 scale^2 - 1/6 + O(1/scale^2)``, the continuous Laplace's ``2 scale^2`` to within 1/6.
         """
-        ratio = math.exp(-1.0 / self.noise_scale)
-        return 2.0 * ratio / (1.0 - ratio) ** 2
+        ratios = [math.exp(-1.0 / scale) for scale in self.noise_scales]
+        return float(sum(2.0 * ratio / (1.0 - ratio) ** 2 for ratio in ratios))
+
+    def merge(self, other: ReleasedRACE, *, disjoint_users: bool) -> ReleasedRACE:
+        """The release of the union of two **disjoint** sets of users: noisy counters added (post-processing).
+
+        Args:
+            other: a `ReleasedRACE` over the same family (seed, shape, hash functions) and the same
+                neighbouring relation.
+            disjoint_users: must be ``True``: the caller states that no user contributed to both
+                releases. Releases that share users compose sequentially (sum of the epsilons):
+                compose their `event` in a `~privsum.accounting.PrivacyAccountant` instead.
+
+        Returns:
+            A `ReleasedRACE` whose counters are the sums (each with its own noise, `noise_scales`
+            lists both) and whose epsilon is the larger of the two.
+
+        Privacy:
+            Parallel composition. Under add/remove, neighbouring datasets differ by one user, whose
+            point is in at most one of the two disjoint parts, so only that part's release changes:
+            the pair of releases, and the merge computed from them, is ``max(epsilon_1,
+            epsilon_2)``-DP. Under replace-one the same holds when which part a user belongs to does
+            not depend on their point (a fixed split of the users, as when two servers each
+            release their own users' sketch). Merging is post-processing of the two releases.
+
+        Raises:
+            IncompatibleSketchError: ``other`` is not a `ReleasedRACE` over the same family, or its
+                guarantee holds for another neighbouring relation.
+            InvalidParameterError: ``disjoint_users`` is not ``True``.
+        """
+        owner = "ReleasedRACE.merge"
+        if disjoint_users is not True:
+            raise invalid(
+                "disjoint_users",
+                owner,
+                "True (releases that share users compose sequentially: use an accountant)",
+                disjoint_users,
+            )
+        _check_compatible(self, other, ReleasedRACE)
+        if self.neighbouring != other.neighbouring:
+            relations = f"{self.neighbouring.value} vs {other.neighbouring.value}"
+            raise IncompatibleSketchError(f"Cannot merge releases for different neighbouring relations: {relations}.")
+        return ReleasedRACE(
+            family=self.family,
+            counts=self.counts + other.counts,
+            epsilon=max(self.epsilon, other.epsilon),
+            neighbouring=self.neighbouring,
+            noise_scales=self.noise_scales + other.noise_scales,
+            _token=_RELEASE_TOKEN,
+        )
 
     def update(self, *_: Any, **__: Any) -> None:
         """Not allowed: a released sketch is final (raises `TypeError`)."""
@@ -487,12 +580,14 @@ class ReleasedRACE(_CounterArray):
         raise TypeError("A ReleasedRACE is already private; it cannot be released again.")
 
     def to_bytes(self, *, key: bytes | None = None) -> bytes:
-        """Versioned binary form (no pickle): header (family, epsilon, relation, scale) + int64 counters.
+        """Versioned binary form (no pickle): header (family, epsilon, relation, scales) + int64 counters.
 
         ``key`` (at least 16 bytes) signs the bytes with HMAC-SHA256: the plain checksum only
         detects corruption, anyone can edit the header (epsilon, noise scale) and recompute it.
         """
         extra = {"epsilon": self.epsilon, "neighbouring": self.neighbouring.value, "noise_scale": self.noise_scale}
+        if len(self.noise_scales) > 1:  # a merge: every part's scale (a single release keeps the original header)
+            extra["noise_scales"] = list(self.noise_scales)
         return self._serialise(_KIND_RELEASED, extra, check_key(key, "ReleasedRACE.to_bytes"))
 
     @classmethod
@@ -501,13 +596,24 @@ class ReleasedRACE(_CounterArray):
         owner = "ReleasedRACE.from_bytes"
         header, counts = _parse(data, _KIND_RELEASED, owner, check_key(key, owner))
         family = _family_from_header(header, owner, max_public_draws, counts.shape[0])
+        scale = header_field(header, "noise_scale", (int, float), owner)
+        scales = header.get("noise_scales", [scale])  # several only for a merge
+        if not (
+            isinstance(scales, list)
+            and scales
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in scales)
+            and min(scales) == scale
+        ):
+            raise invalid("data", owner, "noise scales whose smallest is the stored noise_scale", header.get("noise_scales"))
+        scales = tuple(scales)
         try:
             return cls(
                 family=family,
                 counts=counts,
                 epsilon=header_field(header, "epsilon", (int, float), owner),
                 neighbouring=header_field(header, "neighbouring", str, owner),
-                noise_scale=header_field(header, "noise_scale", (int, float), owner),
+                noise_scales=scales,
+                _token=_RELEASE_TOKEN,
             )
         except InvalidParameterError as error:
             raise invalid("data", owner, "a consistent released sketch header", str(error)) from None
@@ -515,8 +621,12 @@ class ReleasedRACE(_CounterArray):
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ReleasedRACE):
             return NotImplemented
-        same_meta = (self.epsilon, self.neighbouring, self.noise_scale) == (other.epsilon, other.neighbouring, other.noise_scale)
-        return same_meta and self.family == other.family and bool(np.array_equal(self.counts, other.counts))
+        same_meta = (self.epsilon, self.neighbouring, self.noise_scales) == (
+            other.epsilon,
+            other.neighbouring,
+            other.noise_scales,
+        )
+        return same_meta and _same_family(self.family, other.family) and bool(np.array_equal(self.counts, other.counts))
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -525,10 +635,15 @@ class ReleasedRACE(_CounterArray):
         return f"ReleasedRACE(rows={self.n_rows}, width={self.width}, epsilon={self.epsilon!r}, neighbouring={relation!r})"
 
 
+def _same_family(first: LSHFamily, second: LSHFamily) -> bool:
+    """Same class, parameters and hash functions (the fingerprint of the drawn randomness)."""
+    return first.spec() == second.spec() and first.fingerprint() == second.fingerprint()
+
+
 def _check_compatible(first: _CounterArray, second: Any, kind: type) -> None:
     if not isinstance(second, kind):
         raise IncompatibleSketchError(f"Cannot merge a {type(first).__name__} with {type(second).__name__}.")
-    if first.family.spec() != second.family.spec() or first.family.fingerprint() != second.family.fingerprint():
+    if not _same_family(first.family, second.family):
         raise IncompatibleSketchError(
             f"Cannot merge sketches over different hash families: {first.family.spec()} vs {second.family.spec()}."
         )

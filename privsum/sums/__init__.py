@@ -30,7 +30,12 @@ from privsum.sums.multi_message import (
     divisible_laplace_epsilon,
     supported_security_bits,
 )
-from privsum.sums.skellam import SkellamVectorSum, conditional_rounding_l2_bound, skellam_tail
+from privsum.sums.skellam import (
+    SkellamVectorSum,
+    conditional_rounding_l2_bound,
+    conditional_rounding_squared_bound,
+    skellam_tail,
+)
 from privsum.sums.vector import ShuffledVectorSum
 
 __all__ = [
@@ -52,6 +57,7 @@ __all__ = [
     "blanket_profile",
     "blanket_variance_bound",
     "conditional_rounding_l2_bound",
+    "conditional_rounding_squared_bound",
     "default_share_count",
     "divisible_laplace_epsilon",
     "gkmps_parameters",

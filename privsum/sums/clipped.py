@@ -20,12 +20,13 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar
 
 import numpy as np
 
+from privsum._deprecation import renamed
 from privsum._random import RNGLike, as_generator
 from privsum._validation import (
     check_array,
@@ -815,8 +816,9 @@ class CentralClippedSum:
     Args:
         epsilon: the pure epsilon for the given ``tau``.
         clipping_bound: ``tau`` (a positive integer), or ``None`` for the **oracle** ``tau = max_i x_i``.
-        sampler: ``"opendp"`` (OpenDP's exact discrete Laplace sampler; not seedable) or ``"numpy"``
+        noise_source: ``"opendp"`` (OpenDP's exact discrete Laplace sampler; not seedable) or ``"numpy"``
             (`privsum.shuffle.noise.sample_discrete_laplace` with ``rng``, reproducible).
+        sampler: deprecated name of ``noise_source``.
 
     Privacy:
         Replace-one, central (a trusted curator sees every value). With a given ``tau``: pure
@@ -829,7 +831,7 @@ class CentralClippedSum:
         Bias ``-sum_i max(x_i - tau, 0)``; noise variance ``2a/(1-a)^2`` with ``a = e^{-epsilon/tau}``.
 
     Examples:
-        >>> central = CentralClippedSum(epsilon=1.0, clipping_bound=100, sampler="numpy")
+        >>> central = CentralClippedSum(epsilon=1.0, clipping_bound=100, noise_source="numpy")
         >>> bool(abs(central.release(np.full(1_000, 50), rng=0) - 50_000) < 2_000)
         True
         >>> CentralClippedSum(epsilon=1.0).guarantee.epsilon
@@ -838,14 +840,20 @@ class CentralClippedSum:
 
     epsilon: float
     clipping_bound: int | None = None
-    sampler: str = "opendp"
+    noise_source: str = "opendp"
+    sampler: str | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
+        if self.sampler is not None:
+            object.__setattr__(
+                self, "noise_source", renamed("sampler", self.sampler, "noise_source", self.noise_source, "opendp", owner)
+            )
+            object.__setattr__(self, "sampler", None)
         check_epsilon(self.epsilon, owner)
         if self.clipping_bound is not None:
             check_integer(self.clipping_bound, "clipping_bound", owner, low=1)
-        check_choice(self.sampler, "sampler", owner, CENTRAL_SAMPLERS)
+        check_choice(self.noise_source, "noise_source", owner, CENTRAL_SAMPLERS)
 
     @property
     def guarantee(self) -> PrivacyGuarantee:
@@ -863,7 +871,7 @@ class CentralClippedSum:
         bound = int(values.max()) if self.clipping_bound is None else self.clipping_bound
         bound = max(bound, 1)
         total = int(np.minimum(values, bound).sum())
-        if self.sampler == "numpy":
+        if self.noise_source == "numpy":
             return float(total + sample_discrete_laplace(as_generator(rng, owner), math.exp(-self.epsilon / bound), 1)[0])
         return float(_opendp_discrete_laplace(total, bound, self.epsilon))
 
@@ -911,8 +919,11 @@ class PrivateCentralClippedSum:
         ``0`` moves every ``c_j`` by at most 1 and the clipped sum by at most ``tau`` as well, so
         the same mechanism is the zero-out reference (``guarantee.under("zero-out")``): no central
         mechanism of this type gains from the narrower relation, unlike `ClippedSum`, whose two
-        touched sub-domains become one. The selection probabilities are computed in floating point (a
-        reference, not a hardened release); the exact output law is checked in the tests.
+        touched sub-domains become one. The pure ``epsilon`` claim is for the exact mechanism:
+        both steps sample with numpy floating-point arithmetic (float64 selection probabilities,
+        a numpy discrete Laplace), so the realised distributions are correct only up to rounding
+        (a reference, not a hardened release; see the limitations page); the exact output law is
+        checked in the tests.
 
     Utility:
         Bias ``-sum_i max(x_i - tau, 0)`` (clipping, not dropping); noise variance ``2a/(1-a)^2``

@@ -30,6 +30,7 @@ from privsum._validation import (
     check_probability,
     check_real,
     invalid,
+    refusals_as,
 )
 from privsum.accounting import (
     DEFAULT_DISCRETIZATION,
@@ -143,7 +144,13 @@ def _tight_budget(epsilon: float, delta: float, count: int) -> tuple[float, floa
         return PLDPair.from_guarantee(PrivacyGuarantee(epsilon0, delta0)).self_compose(count).delta(epsilon)
 
     epsilon0 = calibrate(
-        delta_at, target_delta=delta, lower=epsilon / count, upper=epsilon, more_private="decreasing", tolerance=1e-4
+        delta_at,
+        target_delta=delta,
+        lower=epsilon / count,
+        upper=epsilon,
+        more_private="decreasing",
+        tolerance=1e-4,
+        caller=("ClippedVectorSum", "delta", delta),
     )
     achieved = PLDPair.from_guarantee(PrivacyGuarantee(epsilon0, delta0)).self_compose(count).epsilon(delta)
     return epsilon0, delta0, PrivacyGuarantee(min(achieved, epsilon), delta)
@@ -330,16 +337,20 @@ class ClippedVectorSum(ShuffleProtocol):
         failure_probability = check_probability(failure_probability, "failure_probability", owner, allow_zero=False)
         padded = next_power_of_two(dimension)
         composition = "advanced" if calibration == "analytic" else "tight"
-        epsilon0, delta0, headline = per_mechanism_budget(epsilon, delta, padded, composition)
-        coordinate = ClippedSum.from_privacy(
-            epsilon=epsilon0,
-            delta=delta0,
-            n_users=n_users,
-            domain=levels,
-            failure_probability=failure_probability / (2 * padded),
-            method=method,
-            neighbouring=neighbouring,
-        )
+        epsilon = check_epsilon(epsilon, owner)
+        delta = check_delta(delta, owner, allow_zero=False)
+        renamed = {"domain": "levels", "n_users": "n_users", "method": "method", "failure_probability": "failure_probability"}
+        with refusals_as(owner, renamed, derived_from=("epsilon", epsilon)):
+            epsilon0, delta0, headline = per_mechanism_budget(epsilon, delta, padded, composition)
+            coordinate = ClippedSum.from_privacy(
+                epsilon=epsilon0,
+                delta=delta0,
+                n_users=n_users,
+                domain=levels,
+                failure_probability=failure_probability / (2 * padded),
+                method=method,
+                neighbouring=neighbouring,
+            )
         return cls(
             n_users=n_users,
             dimension=dimension,
@@ -582,7 +593,24 @@ class SparseVectorAggregation(ShuffleProtocol):
         calibration = check_choice(calibration, "calibration", owner, ("analytic", "tight"))
         count_fraction = check_real(count_fraction, "count_fraction", owner, low=0.0, high=1.0, low_open=True, high_open=True)
         method = check_choice(method, "method", owner, INSTANCE_METHODS)
+        n_users = check_integer(n_users, "n_users", owner, low=2)
         composition = "advanced" if calibration == "analytic" else "tight"
+        renamed = {name: name for name in ("n_users", "method", "dimension", "failure_probability")}
+        with refusals_as(owner, renamed, derived_from=("epsilon", epsilon)):
+            return cls._calibrated(epsilon, delta, n_users, dimension, composition, count_fraction, method, failure_probability)
+
+    @classmethod
+    def _calibrated(
+        cls,
+        epsilon: float,
+        delta: float,
+        n_users: int,
+        dimension: int,
+        composition: str,
+        count_fraction: float,
+        method: str,
+        failure_probability: float,
+    ) -> SparseVectorAggregation:
         level_epsilon, level_delta = epsilon / 2, delta / 2 * (1 - 1e-9)
         count_epsilon, count_delta = count_fraction * level_epsilon, count_fraction * level_delta
         block_epsilon, block_delta = level_epsilon - count_epsilon, level_delta - count_delta

@@ -19,6 +19,7 @@ import numpy as np
 from privsum._random import RNGLike, as_generator
 from privsum._validation import check_choice, check_delta, check_epsilon, check_integer, check_probability, check_real, invalid
 from privsum.accounting import GuaranteeEvent, PrivacyGuarantee
+from privsum.accounting.cache import cached_calibration
 from privsum.exceptions import PrivacyLeakWarning
 from privsum.shuffle import MessageBatch, MessageHistogram, ShuffleProtocol
 from privsum.shuffle.noise import (
@@ -241,7 +242,8 @@ class MultiMessageSum(ShuffleProtocol):
         n_participants = check_integer(n_participants, "n_participants", owner, low=1, high=self.n_users)
         if n_participants == self.n_users:
             return self.event
-        epsilon = divisible_laplace_epsilon(n_participants / self.n_users, self.noise_ratio, self.domain)
+        # cached: the exact epsilon sums the noise pmf over up to ~domain/epsilon0 points (slow for large domains)
+        epsilon = cached_calibration(divisible_laplace_epsilon, n_participants / self.n_users, self.noise_ratio, self.domain)
         security = self._security_bits_for(n_participants)
         delta = min((1 + math.exp(min(epsilon, 700.0))) * 2.0 ** (-security), 1 - 1e-16)
         return GuaranteeEvent(PrivacyGuarantee(epsilon, delta))
@@ -352,7 +354,8 @@ def divisible_laplace_epsilon(share: float, ratio: float, sensitivity: int) -> f
     if share >= 1.0:  # DLap(a) (share 1); more noise than that is never needed here
         return sensitivity * math.log(1.0 / ratio)
     head, _ = negative_binomial_truncated(share, ratio, 1e-30)
-    pmf = negative_binomial_pmf(np.arange(head.size + sensitivity), share, ratio)
+    # the same pmf values on 0..K+sensitivity: the head's, then only the ``sensitivity`` beyond it
+    pmf = np.concatenate([head, negative_binomial_pmf(np.arange(head.size, head.size + sensitivity), share, ratio)])
     at_zero = float(np.dot(pmf[: head.size], pmf[: head.size]))  # P(D = 0)
     at_shift = float(np.dot(pmf[sensitivity : sensitivity + head.size], pmf[: head.size]))  # P(D = sensitivity)
     return math.log(at_zero / at_shift) * (1 + 1e-12)

@@ -17,7 +17,6 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.optimize import brentq
 
 from privsum._random import RNGLike, as_generator
 from privsum._validation import (
@@ -48,6 +47,7 @@ __all__ = [
     "NORM_TOLERANCE",
     "SkellamVectorSum",
     "conditional_rounding_l2_bound",
+    "conditional_rounding_squared_bound",
     "skellam_tail",
 ]
 
@@ -61,8 +61,8 @@ _RETRY_FAILURE_LOG2 = -80.0  # a user's rounding gives up with probability at mo
 _SCALE_GRID = tuple(2.0**k for k in range(2, 21))  # candidate gamma * norm_bound
 
 
-def conditional_rounding_l2_bound(radius: float, dimension: int, rejection_probability: float) -> float:
-    """``Delta_2``: the L2 bound conditional randomized rounding enforces on a vector of norm at most ``radius``.
+def conditional_rounding_squared_bound(radius: float, dimension: int, rejection_probability: float) -> int:
+    """``K``: the integer bound conditional randomized rounding enforces on ``||round(y)||^2`` for ``||y|| <= radius``.
 
     Randomized rounding writes ``round(y) = y + e`` with independent ``e_j`` in ``{-f_j, 1 - f_j}``
     (``f_j`` the fractional part of ``y_j``), ``E e_j = 0``. Then
@@ -74,21 +74,37 @@ def conditional_rounding_l2_bound(radius: float, dimension: int, rejection_proba
         ||round(y)||^2 <= r^2 + d/4 + (r + sqrt(d)/2) sqrt(2 log(1/beta))
 
     (the form of Kairouz, Liu & Steinke, ICML 2021). Deterministically ``||round(y)|| < r + sqrt(d)``.
-    The integer vector's squared norm is an integer, so the bound is
-    ``sqrt(floor(min(both squared bounds)))``.
+    The integer vector's squared norm is an integer, so ``K = floor(min(both bounds))`` (computed
+    with a ``1e-12`` relative margin upwards, which only lowers the rejection probability). The
+    rounding *enforces* ``||round(y)||^2 <= K`` exactly (integer arithmetic), whatever the margin.
+
+    Examples:
+        >>> conditional_rounding_squared_bound(10.0, 4, math.exp(-2))
+        123
+    """
+    owner = "conditional_rounding_squared_bound"
+    radius = check_real(radius, "radius", owner, low=0.0, high=MAX_SCALED_NORM)
+    dimension = check_integer(dimension, "dimension", owner, low=1, high=MAX_DIMENSION)
+    beta = check_real(rejection_probability, "rejection_probability", owner, low=0.0, high=0.5, low_open=True)
+    root_d = math.sqrt(dimension)
+    hoeffding = radius**2 + dimension / 4 + (radius + root_d / 2) * math.sqrt(2 * math.log(1 / beta))
+    deterministic = (radius + root_d) ** 2
+    return math.floor(min(hoeffding, deterministic) * (1 + 1e-12))
+
+
+def conditional_rounding_l2_bound(radius: float, dimension: int, rejection_probability: float) -> float:
+    """``Delta_2 = sqrt(K)`` (rounded up to the next float) for `conditional_rounding_squared_bound`'s ``K``.
 
     Examples:
         >>> round(conditional_rounding_l2_bound(1024.0, 384, 1e-6), 2)
         1026.7
     """
-    owner = "conditional_rounding_l2_bound"
-    radius = check_real(radius, "radius", owner, low=0.0)
-    dimension = check_integer(dimension, "dimension", owner, low=1)
-    beta = check_real(rejection_probability, "rejection_probability", owner, low=0.0, high=0.5, low_open=True)
-    root_d = math.sqrt(dimension)
-    hoeffding = radius**2 + dimension / 4 + (radius + root_d / 2) * math.sqrt(2 * math.log(1 / beta))
-    deterministic = (radius + root_d) ** 2
-    return math.sqrt(math.floor(min(hoeffding, deterministic) * (1 + 1e-12)))
+    return _root_up(conditional_rounding_squared_bound(radius, dimension, rejection_probability))
+
+
+def _root_up(value: float) -> float:
+    """``sqrt(value)`` rounded up: at least the exact square root."""
+    return math.nextafter(math.sqrt(value), math.inf)
 
 
 def skellam_tail(mu: float, probability: float) -> int:
@@ -102,6 +118,8 @@ def skellam_tail(mu: float, probability: float) -> int:
         >>> skellam_tail(100.0, 1e-9) > 6 * math.sqrt(200)
         True
     """
+    from scipy.optimize import brentq  # imported where a modulus is sized
+
     owner = "skellam_tail"
     mu = check_real(mu, "mu", owner, low=0.0, low_open=True)
     probability = check_real(probability, "probability", owner, low=0.0, high=1.0, low_open=True)
@@ -348,14 +366,19 @@ class SkellamVectorSum(ShuffleProtocol):
         return self.norm_bound * (1 + NORM_TOLERANCE)
 
     @cached_property
+    def squared_norm_bound(self) -> int:
+        """``K``: every user's rounded, scaled vector has squared L2 norm at most this (enforced exactly)."""
+        return conditional_rounding_squared_bound(self.scale * self.radius, self.dimension, self.rejection_probability)
+
+    @property
     def l2_bound(self) -> float:
-        """``Delta_2``: every user's rounded, scaled vector has L2 norm at most this."""
-        return conditional_rounding_l2_bound(self.scale * self.radius, self.dimension, self.rejection_probability)
+        """``Delta_2 = sqrt(K)`` (rounded up): every user's rounded, scaled vector has L2 norm at most this."""
+        return _root_up(self.squared_norm_bound)
 
     @property
     def l1_bound(self) -> float:
-        """``Delta_1 = min(sqrt(d) Delta_2, Delta_2^2)``: the rounded vector's L1 norm is at most this."""
-        return min(math.sqrt(self.dimension) * self.l2_bound, self.l2_bound**2)
+        """``Delta_1 = min(sqrt(d K), K)``: the rounded vector's L1 norm is at most this (``|a| <= a^2`` for integers)."""
+        return _l1_bound(self.squared_norm_bound, self.dimension)
 
     @property
     def coordinate_bound(self) -> int:
@@ -461,6 +484,8 @@ class SkellamVectorSum(ShuffleProtocol):
         if x is None:
             return (2 * self.noise_mu + self.n_users / (4 * (1 - self.rejection_probability))) / self.scale**2
         scaled = self._scaled_inputs(x)
+        if scaled.shape[0] > self.n_users:
+            raise invalid("x", type(self).__name__, f"at most n_users={self.n_users} rows", f"{scaled.shape[0]} rows")
         fraction = scaled - np.floor(scaled)
         mu = self.noise_mu * scaled.shape[0] / self.n_users
         return (2 * mu + (fraction * (1 - fraction)).sum(axis=0)) / self.scale**2
@@ -509,7 +534,7 @@ class SkellamVectorSum(ShuffleProtocol):
         floor = np.floor(scaled)
         fraction = scaled - floor
         rounded = (floor + (generator.random(scaled.shape) < fraction)).astype(np.int64)
-        limit = math.floor(self.l2_bound**2 * (1 + 1e-12))
+        limit = self.squared_norm_bound
         pending = np.flatnonzero(np.einsum("ij,ij->i", rounded, rounded) > limit)
         for _ in range(self.max_attempts - 1):
             if pending.size == 0:
@@ -642,6 +667,11 @@ class SkellamVectorSum(ShuffleProtocol):
         return self.decode(np.mod(rounded.sum(axis=0) + noise, self.modulus))
 
 
+def _l1_bound(squared_norm_bound: int, dimension: int) -> float:
+    """``min(sqrt(d K), K)``, the square root rounded up."""
+    return min(_root_up(dimension * squared_norm_bound), float(squared_norm_bound))
+
+
 def _coordinate_bound(gamma: float, *, dimension: int, norm_bound: float, rejection_probability: float, **_: Any) -> int:
     radius = gamma * norm_bound * (1 + NORM_TOLERANCE)
     l2 = conditional_rounding_l2_bound(radius, dimension, rejection_probability)
@@ -666,9 +696,9 @@ def _calibrate_mu(
     **_: Any,
 ) -> float:
     """Least ``mu`` (bisection, safe end) whose Rényi bound gives ``epsilon`` at ``noise_delta``."""
-    l2 = conditional_rounding_l2_bound(gamma * norm_bound * (1 + NORM_TOLERANCE), dimension, rejection_probability)
+    squared = conditional_rounding_squared_bound(gamma * norm_bound * (1 + NORM_TOLERANCE), dimension, rejection_probability)
     factor = 2.0 if neighbouring is Neighbouring.REPLACE_ONE else 1.0
-    l2_shift, l1_shift = factor * l2, factor * min(math.sqrt(dimension) * l2, l2**2)
+    l2_shift, l1_shift = factor * _root_up(squared), factor * _l1_bound(squared, dimension)
     target = epsilon * (1 - 1e-9)
 
     def delta_at(log_mu: float) -> float:

@@ -55,7 +55,7 @@ def _dgauss_pmf(support, sigma):
 def test_laplace_noise_is_discrete_laplace(source):
     protocol = CentralLaplaceBitSum(n_users=5, scale=1.5, noise_source=source)
     bits = np.ones((5, 20_000), dtype=int)
-    noise = protocol.run(bits, rng=1).astype(int) - 5
+    noise = protocol.run(bits, rng=1 if source == "numpy" else None).astype(int) - 5  # OpenDP cannot be seeded
     support = np.arange(-60, 61)
     assert_matches_pmf(noise, support, discrete_laplace_pmf(support, protocol.noise_ratio))
     assert_variance(noise, protocol.variance())
@@ -64,7 +64,7 @@ def test_laplace_noise_is_discrete_laplace(source):
 @pytest.mark.parametrize("source", ["numpy", "opendp"])
 def test_gaussian_noise_is_discrete_gaussian(source):
     protocol = CentralGaussianBitSum(n_users=5, scale=2.5, delta=1e-6, noise_source=source)
-    noise = protocol.run(np.zeros((5, 20_000), dtype=int), rng=2).astype(int)
+    noise = protocol.run(np.zeros((5, 20_000), dtype=int), rng=2 if source == "numpy" else None).astype(int)
     support = np.arange(-40, 41)
     assert_matches_pmf(noise, support, _dgauss_pmf(support, 2.5))
     assert_mean(noise, 0.0, variance=protocol.variance())

@@ -75,8 +75,9 @@ def test_tight_at_reference_size_beats_analytic():
 
 
 def test_event_of_direct_construction_is_verified():
-    protocol = RRBitSum(n_users=200, flip_probability=0.05, delta=1e-5)
+    protocol = RRBitSum(n_users=200, flip_probability=0.05, delta=1e-5, composition="guarantee")
     event = protocol.event
+    assert protocol.generic_event == event
     assert isinstance(event, GuaranteeEvent)
     worst = rr_worst_case_delta(200, 0.05, event.guarantee.epsilon)[0]
     assert worst <= 1e-5 * (1 + 1e-9)

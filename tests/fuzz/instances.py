@@ -161,9 +161,12 @@ CONSTRUCTORS: dict[str, tuple[type, dict[str, Any]]] = {
     "RandomizedHadamard": (RandomizedHadamard, {"dimension": 4}),
     "RACE": (RACE, {"family": LSH}),
     "KDEFunction": (KDEFunction, {"family": RFF, "coefficients": np.zeros((4, 1)), "n_users": N}),
-    "RACEClassifier": (RACEClassifier, {"family": LSH, "classes": [0, 1], "epsilon": 1.0, "sampler": "numpy", "random_state": 0}),
-    "RACELinearRegression": (RACELinearRegression, {"n_rows": 8, "epsilon": 1.0, "sampler": "numpy", "random_state": 0}),
-    "CentralClippedSum": (CentralClippedSum, {"epsilon": 1.0, "clipping_bound": 4, "sampler": "numpy"}),
+    "RACEClassifier": (
+        RACEClassifier,
+        {"family": LSH, "classes": [0, 1], "epsilon": 1.0, "noise_source": "numpy", "random_state": 0},
+    ),
+    "RACELinearRegression": (RACELinearRegression, {"n_rows": 8, "epsilon": 1.0, "noise_source": "numpy", "random_state": 0}),
+    "CentralClippedSum": (CentralClippedSum, {"epsilon": 1.0, "clipping_bound": 4, "noise_source": "numpy"}),
     "PrivateCentralClippedSum": (PrivateCentralClippedSum, {"epsilon": 1.0, "domain": 16}),
     "ShuffledKDEClassifier": (
         ShuffledKDEClassifier,
@@ -214,7 +217,7 @@ def valid_instances() -> dict[str, Any]:
         instances[f"{name}.from_privacy"] = cls.from_privacy(**kwargs)
     points = np.random.default_rng(0).normal(size=(N, 2)) / 3
     instances["RACE"] = RACE(LSH).update(points)
-    instances["ReleasedRACE"] = instances["RACE"].release(1.0, sampler="numpy", rng=0)
+    instances["ReleasedRACE"] = instances["RACE"].release(1.0, noise_source="numpy", rng=0)
     instances["KDEFunction.released"] = instances["ShuffledKDE"].run(np.clip(points, -1, 1), rng=0)
     labels = np.arange(N) % 2
     instances["RACEClassifier.fitted"] = RACEClassifier(**CONSTRUCTORS["RACEClassifier"][1]).fit(points, labels)

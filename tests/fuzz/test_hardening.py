@@ -157,3 +157,72 @@ def test_zcdp_bound_is_above_the_exact_delta_and_at_delta_is_backed(sigma):
 def test_central_gaussian_event_is_backed():
     protocol = CentralGaussianBitSum.from_privacy(epsilon=0.5, delta=1e-6, n_users=N_USERS, noise_source="numpy")
     protocol.event.check_headline()
+
+
+# --------------------------------------------------------------------------- calibrations at the edges, errors naming the caller
+def test_rr_with_a_delta_below_numerical_accuracy_falls_back_to_local_privacy():
+    protocol = RRBitSum.from_privacy(epsilon=1.0, delta=1e-300, n_users=N_USERS)
+    assert protocol.guarantee.epsilon <= 1.0 and protocol.guarantee.delta == 1e-300
+    # the flip probability is (rounded towards privacy) the epsilon-LDP one, which meets any delta
+    assert math.log((1 - protocol.flip_probability) / protocol.flip_probability) <= 1.0
+
+
+def test_pure_bit_sum_refuses_an_epsilon_that_drops_every_bit():
+    with pytest.raises(InvalidParameterError, match="'epsilon' parameter of PureBitSum"):
+        PureBitSum.from_privacy(epsilon=1e-16, n_users=N_USERS)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "name"),
+    [({"levels": -3}, "levels"), ({"levels": 3}, "levels"), ({"n_users": 1}, "n_users"), ({"method": "x"}, "method")],
+)
+def test_clipped_vector_sum_refusals_name_its_own_parameters(overrides, name):
+    from privsum.sums import ClippedVectorSum
+
+    arguments = {"epsilon": 1.0, "delta": 1e-6, "n_users": N_USERS, "dimension": 2, "radius": 1.0, "levels": 16}
+    with pytest.raises(InvalidParameterError, match=f"'{name}' parameter of ClippedVectorSum.from_privacy") as caught:
+        ClippedVectorSum.from_privacy(**{**arguments, **overrides})
+    assert "ClippedSum.from_privacy" not in str(caught.value)
+
+
+def test_calibrate_names_the_callers_parameter_when_told():
+    from privsum.accounting.calibration import calibrate
+
+    with pytest.raises(InvalidParameterError, match="'delta' parameter of SomeSum must be a target"):
+        calibrate(
+            lambda q: 1.0, target_delta=1e-9, lower=0.0, upper=1.0, more_private="increasing", caller=("SomeSum", "delta", 1e-9)
+        )
+
+
+# --------------------------------------------------------------------------- randomness
+def test_distributed_seeds_carry_a_256_bit_pool():
+    from privsum.distributed import spawn_seeds
+
+    for rng in (7, np.random.default_rng(3)):
+        seeds = spawn_seeds(rng, 3)
+        assert all(seed.pool_size == 8 for seed in seeds)  # 8 x 32 = 256 bits, as secure_generator promises
+        assert len(seeds[0].entropy) == 4 and max(seeds[0].entropy) >= 2**32  # four 64-bit words of entropy
+
+
+@pytest.mark.parametrize("seed", [0, 7, np.int64(3), np.random.SeedSequence(1), np.random.PCG64(2)])
+@pytest.mark.parametrize("cls", [CentralLaplaceBitSum, CentralGaussianBitSum])
+def test_central_bit_sums_refuse_a_seed_their_opendp_sampler_would_ignore(cls, seed):
+    arguments = {"epsilon": 1.0, "n_users": N_USERS} | ({"delta": 1e-6} if cls is CentralGaussianBitSum else {})
+    protocol = cls.from_privacy(**arguments)  # default noise_source="opendp"
+    bits = np.arange(N_USERS) % 2
+    for entry in (protocol.run, protocol.sample_view, protocol.randomize):
+        with pytest.raises(InvalidParameterError, match="'rng' parameter of .* cannot be seeded"):
+            entry(bits, rng=seed)
+    assert np.isfinite(protocol.run(bits, rng="secure")).all()
+    numpy_protocol = cls.from_privacy(**arguments, noise_source="numpy")  # reproducible noise: the numpy sampler
+    assert np.array_equal(numpy_protocol.run(bits, rng=5), numpy_protocol.run(bits, rng=5))
+
+
+def test_race_release_follows_the_same_seed_rule():
+    from privsum.lsq import L2LSH
+    from privsum.sketches import RACE
+
+    sketch = RACE(L2LSH(dimension=2, n_repetitions=4, bucket_width=1.0, n_buckets=8, seed=0)).update(np.zeros((3, 2)))
+    with pytest.raises(InvalidParameterError, match="'rng' parameter of .* cannot be seeded"):
+        sketch.release(1.0, rng=0)
+    assert sketch.release(1.0, rng="secure").counts.shape == (4, 8)

@@ -38,7 +38,7 @@ def raw_race() -> RACE:
 
 
 def released_race() -> ReleasedRACE:
-    return raw_race().release(1.0, sampler="numpy", rng=2)
+    return raw_race().release(1.0, noise_source="numpy", rng=2)
 
 
 MAKERS: dict[str, tuple[Callable[[], Any], Callable[..., Any]]] = {

@@ -18,7 +18,7 @@ FAMILY = L2LSH(dimension=2, n_repetitions=200, bucket_width=0.7, n_buckets=256, 
 
 
 def test_classifier_accuracy_and_event():
-    common = {"family": FAMILY, "classes": ["a", "b"], "epsilon": 1.0, "neighbouring": "replace-one", "sampler": "numpy"}
+    common = {"family": FAMILY, "classes": ["a", "b"], "epsilon": 1.0, "neighbouring": "replace-one", "noise_source": "numpy"}
     ml_model = RACEClassifier(rule="maximum_likelihood", random_state=0, **common).fit(X, Y)
     balanced = np.vstack([RNG.normal(-1.5, 1, size=(500, 2)), RNG.normal(1.5, 1, size=(500, 2))])
     assert np.mean(ml_model.predict(balanced) == np.repeat(["a", "b"], 500)) > 0.85
@@ -31,7 +31,7 @@ def test_classifier_accuracy_and_event():
 
 
 def test_map_rule_uses_the_prior_and_ml_rule_does_not():
-    common = {"family": FAMILY, "classes": ["a", "b"], "epsilon": 5.0, "sampler": "numpy"}
+    common = {"family": FAMILY, "classes": ["a", "b"], "epsilon": 5.0, "noise_source": "numpy"}
     map_model = RACEClassifier(rule="map", random_state=1, **common).fit(X, Y)
     ml_model = RACEClassifier(rule="maximum_likelihood", random_state=1, **common).fit(X, Y)
     ratio = map_model.decision_function(X[:5]) / ml_model.decision_function(X[:5])
@@ -43,28 +43,28 @@ def test_map_rule_uses_the_prior_and_ml_rule_does_not():
 
 def test_classifier_validation():
     with pytest.raises(InvalidParameterError, match="'y'"):
-        RACEClassifier(family=FAMILY, classes=["a", "c"], epsilon=1.0, sampler="numpy").fit(X, Y)
+        RACEClassifier(family=FAMILY, classes=["a", "c"], epsilon=1.0, noise_source="numpy").fit(X, Y)
     with pytest.raises(InvalidParameterError, match="'classes'"):
-        RACEClassifier(family=FAMILY, classes=["a"], epsilon=1.0, sampler="numpy").fit(X, Y)
+        RACEClassifier(family=FAMILY, classes=["a"], epsilon=1.0, noise_source="numpy").fit(X, Y)
     with pytest.raises(InvalidParameterError, match="'rule'"):
-        RACEClassifier(family=FAMILY, classes=["a", "b"], epsilon=1.0, rule="vote", sampler="numpy").fit(X, Y)
+        RACEClassifier(family=FAMILY, classes=["a", "b"], epsilon=1.0, rule="vote", noise_source="numpy").fit(X, Y)
     with pytest.raises(InvalidParameterError, match="'random_state'"):
         RACEClassifier(family=FAMILY, classes=["a", "b"], epsilon=1.0, random_state=3).fit(X, Y)
     with pytest.raises(InvalidParameterError, match="'X'"):
-        RACEClassifier(family=FAMILY, classes=["a", "b"], epsilon=1.0, sampler="numpy").fit(X[:, :1], Y)
+        RACEClassifier(family=FAMILY, classes=["a", "b"], epsilon=1.0, noise_source="numpy").fit(X[:, :1], Y)
     for classes in ([[0], [0, 1]], [0.0, math.nan], [None, 1], None):
         with pytest.raises(InvalidParameterError, match="'classes'"):
-            RACEClassifier(family=FAMILY, classes=classes, epsilon=1.0, sampler="numpy").fit(X, Y)
+            RACEClassifier(family=FAMILY, classes=classes, epsilon=1.0, noise_source="numpy").fit(X, Y)
     with pytest.raises(InvalidParameterError, match="'y'"):
-        RACEClassifier(family=FAMILY, classes=["a", "b"], epsilon=1.0, sampler="numpy").fit(X, Y[:, None])
+        RACEClassifier(family=FAMILY, classes=["a", "b"], epsilon=1.0, noise_source="numpy").fit(X, Y[:, None])
 
 
 def test_unfitted_models_raise_not_fitted_error():
-    classifier = RACEClassifier(family=FAMILY, classes=["a", "b"], epsilon=1.0, sampler="numpy")
+    classifier = RACEClassifier(family=FAMILY, classes=["a", "b"], epsilon=1.0, noise_source="numpy")
     for method in (classifier.predict, classifier.predict_proba, classifier.decision_function):
         with pytest.raises(NotFittedError, match="fit"):
             method(X[:3])
-    regression = RACELinearRegression(n_rows=8, epsilon=1.0, sampler="numpy")
+    regression = RACELinearRegression(n_rows=8, epsilon=1.0, noise_source="numpy")
     with pytest.raises(NotFittedError):
         regression.predict(X[:3])
     with pytest.raises(NotFittedError):
@@ -72,7 +72,7 @@ def test_unfitted_models_raise_not_fitted_error():
 
 
 def test_anomaly_score_orders_inliers_before_outliers():
-    released = RACE(FAMILY).update(X).release(1.0, sampler="numpy", rng=2)
+    released = RACE(FAMILY).update(X).release(1.0, noise_source="numpy", rng=2)
     scores = anomaly_score(released, np.array([[-1.5, -1.5], [1.5, 1.5], [9.0, -9.0]]))
     assert scores[2] > scores[1] > scores[0]
     with pytest.raises(InvalidParameterError, match="'sketch'"):
@@ -104,7 +104,9 @@ def test_regression_surrogate_is_unbiased_and_minimal_at_zero_residual():
 
 def test_regression_fit_and_event():
     features, targets = regression_data()
-    model = RACELinearRegression(n_rows=500, n_bits=4, epsilon=1.0, fit_intercept=False, seed=1, sampler="numpy", random_state=1)
+    model = RACELinearRegression(
+        n_rows=500, n_bits=4, epsilon=1.0, fit_intercept=False, seed=1, noise_source="numpy", random_state=1
+    )
     model.fit(features, targets)
     assert abs(model.coef_[0] - 0.5) < 0.25  # a rough estimate (see the Utility section)
     assert model.event_.guarantee.epsilon == 1.0
@@ -113,4 +115,4 @@ def test_regression_fit_and_event():
     with pytest.raises(InvalidParameterError, match="'n_bits'"):
         RACELinearRegression(n_bits=1, epsilon=1.0).fit(features, targets)
     with pytest.raises(InvalidParameterError, match="'y'"):
-        RACELinearRegression(epsilon=1.0, sampler="numpy").fit(features, targets[:10])
+        RACELinearRegression(epsilon=1.0, noise_source="numpy").fit(features, targets[:10])

@@ -88,7 +88,7 @@ def test_serialisation_round_trips_exactly(points):
 @given(st.integers(0, 2**32), st.floats(0.01, 100, allow_nan=False), st.sampled_from(["add-remove", "replace-one"]))
 def test_released_serialisation_round_trips_exactly(seed, epsilon, relation):
     family = SignedRandomProjection(dimension=3, n_repetitions=5, n_bits=3, seed=seed % 1000)
-    released = RACE(family).update(DATA[:30]).release(epsilon, neighbouring=relation, sampler="numpy", rng=seed)
+    released = RACE(family).update(DATA[:30]).release(epsilon, neighbouring=relation, noise_source="numpy", rng=seed)
     restored = ReleasedRACE.from_bytes(released.to_bytes())
     assert restored == released and restored.event == released.event
 
@@ -101,7 +101,7 @@ def test_merge_mismatch_raises():
         RACE(small_family(n_repetitions=21)),
         RACE(small_family(bucket_width=2.0)),
         RACE(SignedRandomProjection(dimension=3, n_repetitions=20, n_bits=4, seed=1)),
-        sketch.release(1.0, sampler="numpy", rng=0),
+        sketch.release(1.0, noise_source="numpy", rng=0),
         "not a sketch",
     ):
         with pytest.raises(IncompatibleSketchError):

@@ -73,7 +73,7 @@ def counters_changed_by_one_user(relation: str) -> int:
 @pytest.mark.parametrize(("relation", "per_row"), RELATIONS)
 @pytest.mark.parametrize("epsilon", [0.5, 2.0])
 def test_one_counter_spends_exactly_its_share_of_epsilon(relation, per_row, epsilon):
-    scale = SKETCH.release(epsilon, neighbouring=relation, sampler="numpy", rng=0).noise_scale
+    scale = SKETCH.release(epsilon, neighbouring=relation, noise_source="numpy", rng=0).noise_scale
     share = epsilon / (per_row * ROWS)  # the per-counter budget the scale implies: R (or 2R) counters change
     profile = one_counter_profile(scale)
     assert profile.delta(share) <= 1e-12  # only the truncated tails, counted as infinite loss
@@ -84,7 +84,7 @@ def test_one_counter_spends_exactly_its_share_of_epsilon(relation, per_row, epsi
 @pytest.mark.parametrize(("relation", "per_row"), RELATIONS)
 @pytest.mark.parametrize("epsilon", [0.5, 2.0])
 def test_the_whole_release_is_epsilon_dp_and_no_better(relation, per_row, epsilon):
-    scale = SKETCH.release(epsilon, neighbouring=relation, sampler="numpy", rng=0).noise_scale
+    scale = SKETCH.release(epsilon, neighbouring=relation, noise_source="numpy", rng=0).noise_scale
     sensitivity = per_row * ROWS  # counters a user can change, each by at most 1
     n_changed = counters_changed_by_one_user(relation)
     assert n_changed <= sensitivity  # replace-one: two counters per row unless the two points collide in that row
@@ -106,3 +106,24 @@ def test_negative_control_the_public_codes_scale_fails(relation, per_row):
     whole = changed_counters_profile(wrong_scale, per_row * ROWS)
     assert whole.delta(epsilon) > 0.99  # not (epsilon, delta)-DP for any useful delta
     assert whole.epsilon(1e-6) > 100 * epsilon
+
+
+@pytest.mark.parametrize(("first_epsilon", "second_epsilon"), [(1.0, 1.0), (0.5, 3.0)])
+def test_merged_release_is_backed_by_its_parallel_composition(first_epsilon, second_epsilon):
+    """Exact: a merged counter holds both releases' noise; one user's +1 in either part moves it by 1.
+
+    The merged counter's pmf is the convolution of the two discrete Laplace laws; its largest
+    privacy loss for a shift of 1, times the ``R`` counters a user moves, must not exceed the
+    reported epsilon, the larger of the two (parallel composition over disjoint users).
+    """
+    first = SKETCH.release(first_epsilon, noise_source="numpy", rng=1)
+    second = RACE(FAMILY).update(POINTS[:10]).release(second_epsilon, noise_source="numpy", rng=2)
+    merged = first.merge(second, disjoint_users=True)
+    assert merged.guarantee.epsilon == max(first_epsilon, second_epsilon)
+    half_width = 4000
+    support = np.arange(-half_width, half_width + 1)
+    laws = [discrete_laplace_pmf(support, math.exp(-1.0 / scale)) for scale in merged.noise_scales]
+    merged_pmf = np.convolve(laws[0], laws[1])[half_width : 3 * half_width + 1]  # support -K..K again
+    central = slice(half_width - 1000, half_width + 1001)  # far from the window's truncated edges
+    losses = np.abs(np.log(merged_pmf[central][1:]) - np.log(merged_pmf[central][:-1]))
+    assert ROWS * losses.max() <= merged.guarantee.epsilon * (1 + 1e-9)

@@ -344,7 +344,7 @@ def test_full_domain_correlated_baseline_rounds():
 
 
 def test_central_clipped_sum_noise_law_and_labels():
-    central = CentralClippedSum(epsilon=1.0, clipping_bound=4, sampler="numpy")
+    central = CentralClippedSum(epsilon=1.0, clipping_bound=4, noise_source="numpy")
     x = np.array([1, 2, 9, 3])
     rng = np.random.default_rng(66)
     errors = np.array([central.release(x, rng=rng) - 10 for _ in range(4_000)]).astype(int)  # 9 clipped to 4
@@ -354,8 +354,8 @@ def test_central_clipped_sum_noise_law_and_labels():
     assert CentralClippedSum(epsilon=1.0).guarantee.epsilon == math.inf  # the oracle is not private
     opendp = CentralClippedSum(epsilon=1.0, clipping_bound=4)
     assert abs(opendp.release(x) - 10) < 200
-    with pytest.raises(InvalidParameterError, match="'sampler'"):
-        CentralClippedSum(epsilon=1.0, sampler="laplace")
+    with pytest.raises(InvalidParameterError, match="'noise_source'"):
+        CentralClippedSum(epsilon=1.0, noise_source="laplace")
     with pytest.raises(InvalidParameterError, match="'x'"):
         central.release(np.array([-1, 2]))
 

@@ -77,16 +77,30 @@ def test_demo_setting_costs_and_noise():
 
 
 # --------------------------------------------------------------------------- calibration
-@settings(max_examples=40, deadline=None, derandomize=True)
-@given(
-    epsilon=st.floats(0.05, 10.0),
-    delta=st.floats(1e-12, 1e-2),
-    n_users=st.integers(3, 10**6),
-    dimension=st.integers(1, 5_000),
-    norm_bound=st.floats(1e-3, 1e3),
-    relation=st.sampled_from(["replace-one", "zero-out"]),
-)
+CALIBRATION_TARGETS = {
+    "epsilon": st.floats(0.05, 10.0),
+    "delta": st.floats(1e-12, 1e-2),
+    "n_users": st.integers(3, 10**6),
+    "dimension": st.integers(1, 5_000),
+    "norm_bound": st.floats(1e-3, 1e3),
+    "relation": st.sampled_from(["replace-one", "zero-out"]),
+}
+
+
+@settings(max_examples=12, deadline=None, derandomize=True)
+@given(**CALIBRATION_TARGETS)
 def test_calibration_never_overshoots(epsilon, delta, n_users, dimension, norm_bound, relation):
+    check_calibration(epsilon, delta, n_users, dimension, norm_bound, relation)
+
+
+@pytest.mark.slow
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(**CALIBRATION_TARGETS)
+def test_calibration_never_overshoots_many_targets(epsilon, delta, n_users, dimension, norm_bound, relation):
+    check_calibration(epsilon, delta, n_users, dimension, norm_bound, relation)
+
+
+def check_calibration(epsilon, delta, n_users, dimension, norm_bound, relation):
     try:
         protocol = SkellamVectorSum.from_privacy(
             epsilon=epsilon, delta=delta, n_users=n_users, dimension=dimension, norm_bound=norm_bound, neighbouring=relation
@@ -127,6 +141,17 @@ def test_sensitivities_follow_the_relation():
         _small(neighbouring="add-remove")
 
 
+def test_enforced_bound_is_an_exact_integer_at_large_scales():
+    """At gamma c = 2^20 a relative float margin would exceed one unit of K: the check uses K itself."""
+    protocol = SkellamVectorSum.from_privacy(
+        epsilon=1.0, delta=1e-6, n_users=3, dimension=2, norm_bound=1.0, scale=2.0**20, n_shares=None
+    )
+    assert isinstance(protocol.squared_norm_bound, int) and protocol.squared_norm_bound > 2**40
+    assert protocol.l2_bound >= math.sqrt(protocol.squared_norm_bound)
+    rounded = protocol.round_vectors(_unit_rows(3, 2, 0), rng=0)
+    assert np.all((rounded**2).sum(axis=1) <= protocol.squared_norm_bound)
+
+
 def test_rounding_bound_formula():
     # r = 10, d = 4, beta = e^-2: 100 + 1 + 11 * 2 = 123 (deterministic (10 + 2)^2 = 144 is larger)
     assert conditional_rounding_l2_bound(10.0, 4, math.exp(-2)) == pytest.approx(math.sqrt(123))
@@ -150,7 +175,7 @@ def test_rounding_respects_the_norm_bound_and_rejection_rate():
 
 def test_rounding_gives_up_instead_of_looping():
     protocol = _small()
-    object.__setattr__(protocol, "l2_bound", 0.5)  # a bound no unit vector scaled by 8 can meet
+    protocol.__dict__["squared_norm_bound"] = 0  # a bound no unit vector scaled by 8 can meet
     with pytest.raises(RuntimeError, match="attempts"):
         protocol.round_vectors(_unit_rows(20, 3, 0), rng=0)
     assert protocol.max_attempts == math.ceil(80 / math.log2(1 / protocol.rejection_probability))
@@ -232,7 +257,7 @@ def test_no_wrap_on_extreme_inputs():
         assert np.all(np.abs(estimates - x.sum(axis=0)) < 8 * math.sqrt(protocol.variance()))
 
 
-@pytest.mark.parametrize("path", ["fast", "faithful"])
+@pytest.mark.parametrize("path", ["fast", pytest.param("faithful", marks=pytest.mark.slow)])
 def test_streamed_run_matches_one_run_in_distribution(path):
     protocol = _small(scale=2.0)
     x = _unit_rows(20, 3, 9) * 0.8
@@ -265,6 +290,8 @@ def test_dropouts_warn_and_report_less_noise():
         protocol.event_for_participants(1_001)
     with pytest.raises(InvalidParameterError, match="'x'"):
         protocol.run(_unit_rows(1_001, 8, 0), rng=0)
+    with pytest.raises(InvalidParameterError, match="'x'"):
+        protocol.variance(_unit_rows(1_001, 8, 0))
 
 
 # --------------------------------------------------------------------------- bad input
@@ -378,3 +405,14 @@ def test_skellam_tail_bound_holds():
         exact = 2 * pmf[t + 1 :].sum()
         assert exact <= probability
         assert 2 * pmf[t // 2 :].sum() > probability  # not vacuous: half the tail is too little
+
+
+@pytest.mark.parametrize("relation", ["replace-one", pytest.param("zero-out", marks=pytest.mark.slow)])
+def test_protocol_guarantee_dominates_exact_plds(relation):
+    """The calibrated protocol's epsilon covers the exact PLD of every worst-case shape of its own sensitivities."""
+    from tests.accounting.test_skellam import _shift_vectors, exact_pld
+
+    protocol = _small(neighbouring=relation, dimension=6)
+    event = protocol.event
+    for name, shifts in _shift_vectors(event.l2_sensitivity, event.l1_sensitivity, 6).items():
+        assert exact_pld(event.mu, shifts).epsilon(protocol.delta) <= protocol.guarantee.epsilon, name

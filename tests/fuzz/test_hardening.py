@@ -280,3 +280,22 @@ def test_clipped_vector_sum_refuses_a_forged_headline():
     forged = PrivacyGuarantee(0.01, 1e-6, honest.headline.neighbouring)
     with pytest.raises(InvalidParameterError, match="'headline' parameter of ClippedVectorSum"):
         dataclasses.replace(honest, headline=forged)
+
+
+def test_a_kde_function_carries_a_guarantee_only_from_a_release_or_a_load():
+    """A released type must not report a guarantee its making does not back."""
+    import dataclasses
+
+    from privsum.bitsum import RRBitSum as Protocol
+    from privsum.kde import KDEFunction, ShuffledKDE
+    from privsum.lsq import RandomFourierFeatures
+
+    family = RandomFourierFeatures(dimension=2, n_repetitions=4, seed=0)
+    with pytest.raises(InvalidParameterError, match="'guarantee' parameter of KDEFunction"):
+        KDEFunction(family, np.zeros((4, 1)), n_users=N_USERS, guarantee=PrivacyGuarantee(1.0, 1e-6))
+    protocol = ShuffledKDE.from_privacy(family=family, protocol=Protocol, epsilon=4.0, delta=1e-6, n_users=N_USERS)
+    released = protocol.run(np.zeros((N_USERS, 2)), rng=0)
+    assert released.guarantee is not None and released.guarantee.epsilon <= 4.0
+    assert KDEFunction.from_bytes(released.to_bytes()).guarantee == released.guarantee
+    with pytest.raises(InvalidParameterError, match="'guarantee' parameter of KDEFunction"):
+        dataclasses.replace(released, coefficients=released.coefficients + 1.0)  # other coefficients, same claim

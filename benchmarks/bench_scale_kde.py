@@ -75,7 +75,7 @@ def main() -> None:
     parser.add_argument("--runs", nargs="+", default=["560000:768", "10000000:128"], help="users:instances")
     parser.add_argument("--dimension", type=int, default=768)
     parser.add_argument("--chunk", type=int, default=4096)
-    parser.add_argument("--precision", choices=["float64", "float32"], default="float64")
+    parser.add_argument("--precision", choices=["float64", "float32", "exact"], default="float64")
     parser.add_argument("--one", metavar="USERS:INSTANCES", help=argparse.SUPPRESS)
     arguments = parser.parse_args()
     if arguments.one:

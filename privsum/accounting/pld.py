@@ -25,6 +25,8 @@ if TYPE_CHECKING:  # pragma: no cover - imported lazily: dp-accounting pulls in 
 __all__ = ["DEFAULT_DISCRETIZATION", "PLDPair"]
 
 DEFAULT_DISCRETIZATION = 1e-4
+# Largest epsilon of a guarantee turned into a PLD (the worst (epsilon, delta) mechanism needs e^epsilon).
+_MAX_PLD_EPSILON = 500.0
 #: Self-compositions up to this count use dp-accounting's ``self_compose`` unchanged; larger
 #: counts use `_self_compose_large` (the same FFT power with a Chernoff window that stays
 #: narrow at any count).
@@ -90,6 +92,10 @@ class PLDPair:
         """The PLD of the worst mechanism that is (epsilon, delta)-DP (symmetric)."""
         if not guarantee.is_finite:
             raise invalid("guarantee", "PLDPair.from_guarantee", "a guarantee with finite epsilon", guarantee)
+        if not guarantee.epsilon <= _MAX_PLD_EPSILON:  # its PLD needs e^epsilon, which overflows near 710
+            raise invalid(
+                "guarantee", "PLDPair.from_guarantee", f"a guarantee with epsilon at most {_MAX_PLD_EPSILON:g}", guarantee
+            )
         from dp_accounting.pld.common import DifferentialPrivacyParameters
 
         parameters = DifferentialPrivacyParameters(guarantee.epsilon, guarantee.delta)
@@ -141,9 +147,19 @@ def _one_direction(upper: np.ndarray, lower: np.ndarray, upper_tail: float, inte
     finite = (upper > 0) & (lower > 0)
     infinite_mass = float(upper[(upper > 0) & (lower == 0)].sum()) + upper_tail
     losses = np.log(upper[finite]) - np.log(lower[finite])
-    rounded, inverse = np.unique(np.ceil(losses / interval).astype(np.int64), return_inverse=True)
-    masses = np.bincount(inverse.ravel(), weights=upper[finite], minlength=rounded.size)
-    rounded_pmf = dict(zip(rounded.tolist(), masses.tolist(), strict=True))
+    rounded_pmf = {}
+    if losses.size:
+        indices = np.ceil(losses / interval).astype(np.int64)
+        lowest = int(indices.min())
+        span = int(indices.max()) - lowest + 1
+        if span <= 4 * indices.size + 1024:  # a dense histogram: no sort (losses are bounded by the interval grid)
+            masses = np.bincount(indices - lowest, weights=upper[finite], minlength=span)
+            present = np.flatnonzero(masses)
+            rounded_pmf = dict(zip((present + lowest).tolist(), masses[present].tolist(), strict=True))
+        else:
+            rounded, inverse = np.unique(indices, return_inverse=True)
+            masses = np.bincount(inverse.ravel(), weights=upper[finite], minlength=rounded.size)
+            rounded_pmf = dict(zip(rounded.tolist(), masses.tolist(), strict=True))
     return pld_library().PrivacyLossDistribution.create_from_rounded_probability(
         rounded_pmf, infinite_mass, interval, pessimistic_estimate=True
     )

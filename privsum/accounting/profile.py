@@ -40,9 +40,7 @@ class _Direction:
         infinite_mass = math.fsum(upper[(upper > 0) & (lower == 0)]) + upper_tail
         with np.errstate(divide="ignore"):
             raw = np.log(upper[finite]) - np.log(lower[finite])
-        losses, inverse = np.unique(raw, return_inverse=True)
-        upper_mass = np.bincount(inverse, weights=upper[finite], minlength=losses.size)
-        lower_mass = np.bincount(inverse, weights=lower[finite], minlength=losses.size)
+        losses, upper_mass, lower_mass = _sorted_losses(raw, upper[finite], lower[finite])
         suffix_upper = np.append(np.cumsum(upper_mass[::-1])[::-1], 0.0)
         suffix_lower = np.append(np.cumsum(lower_mass[::-1])[::-1], 0.0)
         return cls(losses, suffix_upper, suffix_lower, infinite_mass)
@@ -71,6 +69,25 @@ class _Direction:
         while self.delta(np.array(epsilon)) > delta:  # guard against rounding: never undershoot
             epsilon = math.nextafter(epsilon, math.inf) * (1 + 1e-12)
         return epsilon
+
+
+def _sorted_losses(raw: np.ndarray, upper: np.ndarray, lower: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Losses in ascending order with their masses (equal losses may stay separate: sums are unchanged).
+
+    Monotone likelihood ratios (binomial counts, negative binomials: log-concave views) give losses
+    already sorted one way or the other; they are used as they are, without a sort.
+    """
+    steps = np.diff(raw)
+    if np.all(steps >= 0):
+        return raw, upper, lower
+    if np.all(steps <= 0):
+        return raw[::-1], upper[::-1], lower[::-1]
+    if raw.size > 2 and np.all(steps[1:] <= 0):  # one leading point, then a monotone run (3NB's reduced pair)
+        tail_raw, tail_upper, tail_lower = raw[:0:-1], upper[:0:-1], lower[:0:-1]
+        at = int(np.searchsorted(tail_raw, raw[0]))
+        return np.insert(tail_raw, at, raw[0]), np.insert(tail_upper, at, upper[0]), np.insert(tail_lower, at, lower[0])
+    order = np.argsort(raw, kind="stable")
+    return raw[order], upper[order], lower[order]
 
 
 class PrivacyProfile:

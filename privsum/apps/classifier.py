@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import warnings
 from typing import Any
@@ -284,20 +283,19 @@ class ShuffledKDEClassifier(ClassifierBase):
         return densities
 
     def _fit_classes(self, points: np.ndarray, reported: np.ndarray, rng: np.random.Generator) -> list[KDEFunction | None]:
-        """One KDE per reported class, all sharing one calibration done for the smallest class.
+        """One KDE per reported class, each calibrated for its own reported (noisy) size ``n_c``.
 
-        Every bit sum here is at least as private with more users at the same noise parameters
-        (the extra users' reports are independent of the target: post-processing), so the
-        parameters calibrated for ``n_min`` users are reused with each class's own ``n_c >= n_min``;
-        each class still reports the guarantee computed for its own ``n_c``.
+        A class with more users needs less noise for the same per-class ``(epsilon, delta)``, so
+        each class's bit sums are calibrated for its own ``n_c`` (classes of equal size share one
+        calibration). Each user's point enters one class's KDE only (parallel composition), so the
+        KDE part's guarantee is the largest of the classes' guarantees, each at most the target.
         """
         if self.protocol in VECTOR_PROTOCOLS:
             return self._fit_vector_classes(points, reported, rng)
         sizes = [int(np.count_nonzero(reported == c)) for c in range(len(self.classes_))]
-        eligible = [size for size in sizes if size >= _MIN_CLASS_USERS]
-        if not eligible:
+        if not any(size >= _MIN_CLASS_USERS for size in sizes):
             raise invalid("y", type(self).__name__, f"at least one class with {_MIN_CLASS_USERS} reported users", sizes)
-        template = self._calibrate(min(eligible))
+        calibrated: dict[int, ShuffledKDE] = {}
         densities: list[KDEFunction | None] = []
         self.protocols_: list[ShuffledKDE | None] = []
         for c, size in enumerate(sizes):
@@ -305,9 +303,10 @@ class ShuffledKDEClassifier(ClassifierBase):
                 densities.append(None)
                 self.protocols_.append(None)
                 continue
-            kde = dataclasses.replace(template, bitsum=dataclasses.replace(template.bitsum, n_users=size))
-            self.protocols_.append(kde)
-            densities.append(kde.run(points[reported == c], rng=rng))
+            if size not in calibrated:
+                calibrated[size] = self._calibrate(size)
+            self.protocols_.append(calibrated[size])
+            densities.append(calibrated[size].run(points[reported == c], rng=rng))
         return densities
 
     def _calibrate(self, n_users: int) -> ShuffledKDE:

@@ -16,6 +16,7 @@ Truncated tails are always counted as infinite privacy loss, so every profile is
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -40,6 +41,8 @@ _RR_GRID_WIDTH = 40.0
 _RR_REANCHOR_EVERY = 128
 # Probabilities below this are set to zero (their total is counted in the measured lost mass).
 _NEGLIGIBLE = 1e-250
+# Longest pmf an exact signed-count profile builds (work and memory are linear in it).
+_MAX_PMF_LENGTH = 50_000_000
 
 
 def _flip_probability(value: float, owner: str) -> float:
@@ -240,9 +243,8 @@ def signed_count_profile(
     if noise_shape != 1.0:
         return signed_count_profile_grid(noise_shape, noise_ratio, flooding_shape, flooding_ratio, tail_mass=tail_mass)
     p = noise_ratio
-    hidden, hidden_tail = _truncated_nb(1.0, p * p, tail_mass)
     flooding, flooding_tail = _truncated_nb(flooding_shape, flooding_ratio, tail_mass)
-    w = np.convolve(hidden, flooding)
+    w, hidden_tail = _plus_geometric(flooding, p * p, tail_mass)
     w_tail = min(1.0, hidden_tail + flooding_tail)
     upper = np.concatenate([[p / (1 + p)], np.append(w, 0.0) / (1 + p)])
     lower = np.concatenate([[1 / (1 + p)], p * np.insert(w, 0, 0.0) / (1 + p)])
@@ -291,12 +293,40 @@ def signed_count_profile_grid(
     return PrivacyProfile(p, q, neighbouring=Neighbouring.REPLACE_ONE, p_tail=dropped, q_tail=dropped)
 
 
+def _plus_geometric(pmf: np.ndarray, ratio: float, tail_mass: float) -> tuple[np.ndarray, float]:
+    """pmf of ``X + G`` with ``G ~ NB(1, ratio)`` (geometric), on ``X``'s support extended by ``G``'s window.
+
+    ``G``'s pmf is ``(1 - a) a^g``, so ``W(c) = a W(c-1) + (1 - a) pmf(c)``: an O(length) recursion
+    of non-negative terms (no cancellation), exact for the untruncated ``G`` on the window. The
+    window extends ``pmf`` by ``m`` points with ``a^(m+1) <= tail_mass``; the mass beyond it is at
+    most ``P(G > m) = a^(m+1)``, returned as the dropped mass.
+    """
+    if ratio == 0.0:
+        return pmf.copy(), 0.0
+    extra = max(0, math.ceil(math.log(tail_mass) / math.log(ratio)) - 1)
+    if not pmf.size + extra <= _MAX_PMF_LENGTH:
+        raise invalid("noise_ratio", "signed_count_profile", f"small enough for a pmf of at most {_MAX_PMF_LENGTH} points", ratio)
+    padded = np.concatenate([pmf, np.zeros(extra)])
+    return signal.lfilter([1.0 - ratio], [1.0, -ratio], padded), ratio ** (extra + 1)
+
+
 def _truncated_nb(shape: float, ratio: float, tail_mass: float) -> tuple[np.ndarray, float]:
+    """pmf of ``NB(shape, ratio)`` up to its ``1 - tail_mass`` quantile (read-only, cached) and the dropped mass."""
+    return _truncated_nb_cached(float(shape), float(ratio), float(tail_mass))
+
+
+@functools.lru_cache(maxsize=32)
+def _truncated_nb_cached(shape: float, ratio: float, tail_mass: float) -> tuple[np.ndarray, float]:
     if shape == 0.0 or ratio == 0.0:
         return np.array([1.0]), 0.0
     distribution = stats.nbinom(shape, 1.0 - ratio)
     last = int(distribution.isf(tail_mass)) + 1
-    return distribution.pmf(np.arange(last + 1)), float(distribution.sf(last))
+    if not last < _MAX_PMF_LENGTH:
+        expected = f"small enough for a pmf of at most {_MAX_PMF_LENGTH} points"
+        raise invalid("flooding_ratio", "signed_count_profile", expected, ratio)
+    pmf = distribution.pmf(np.arange(last + 1))  # one vectorised call, accurate in relative terms
+    pmf.setflags(write=False)
+    return pmf, float(distribution.sf(last))
 
 
 def _two_count_pmf(noise: np.ndarray, flooding: np.ndarray) -> np.ndarray:

@@ -15,7 +15,16 @@ import numpy as np
 from scipy import optimize, signal, stats
 
 from privsum._random import RNGLike, as_generator
-from privsum._validation import check_array, check_delta, check_epsilon, check_integer, check_probability, check_real, invalid
+from privsum._validation import (
+    check_array,
+    check_choice,
+    check_delta,
+    check_epsilon,
+    check_integer,
+    check_probability,
+    check_real,
+    invalid,
+)
 from privsum.accounting.calibration import calibrate
 from privsum.accounting.events import GuaranteeEvent, PrivacyEvent, ProfileEvent
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
@@ -29,6 +38,7 @@ from privsum.bitsum.base import (
     symmetric_noise_half_width,
 )
 from privsum.bitsum.exact import pure_epsilon_bound, signed_count_profile
+from privsum.exceptions import InvalidParameterError
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
 from privsum.shuffle.noise import sample_negative_binomial
@@ -36,6 +46,12 @@ from privsum.shuffle.noise import sample_negative_binomial
 __all__ = ["PureBitSum", "ThreeNBBitSum"]
 
 _RTOL = 1e-9
+# flooding="communication": the variance allowed above the "paper" flooding's tight calibration.
+COMMUNICATION_VARIANCE_FACTOR = 1.1
+FLOODING_CHOICES = ("paper", "communication")
+# Flooding shapes r' tried, and the bisection's resolution on log(1 - p').
+_FLOODING_SHAPES = (2.0, 4.0, 8.0, 12.0, 16.0, 24.0, 32.0, 48.0, 64.0)
+_FLOODING_LOG_TOLERANCE = 0.01
 
 
 class _SignedCounts(BitSumProtocol):
@@ -214,7 +230,9 @@ class ThreeNBBitSum(_SignedCounts):
         object.__setattr__(self, "delta", check_delta(self.delta, owner, allow_zero=False))
 
     @classmethod
-    def from_privacy(cls, *, epsilon: float, delta: float, n_users: int, calibration: str = "tight") -> ThreeNBBitSum:
+    def from_privacy(
+        cls, *, epsilon: float, delta: float, n_users: int, calibration: str = "tight", flooding: str = "paper"
+    ) -> ThreeNBBitSum:
         """Parameters meeting (epsilon, delta) per instance, checked against the exact profile.
 
         Args:
@@ -227,6 +245,14 @@ class ThreeNBBitSum(_SignedCounts):
                 ``r = 1``, with the smallest ``p`` (least variance) whose exact delta at
                 ``epsilon`` meets the target, found by bisection; it never sends more messages
                 than the analytic setting.
+            flooding: ``"paper"`` (the flooding above, ``r' = 3(1 + log(1/delta))``,
+                ``p' = e^{-0.04 epsilon}``) or ``"communication"`` (with ``calibration="tight"``):
+                ``p`` is raised until the variance is ``COMMUNICATION_VARIANCE_FACTOR`` (1.1) times
+                the ``"paper"`` tight calibration's, which leaves more of the privacy budget to
+                the flooding, and then ``(r', p')`` minimise the expected flooding messages
+                ``r' p'/(1-p')`` subject to the exact delta at ``epsilon`` meeting the target
+                (for each ``r'`` on a grid, the least ``p'`` by bisection). Falls back to the
+                ``"paper"`` parameters if they send fewer messages.
 
         Raises:
             InvalidParameterError: out-of-range parameters, or the analytic parameters miss the
@@ -237,12 +263,19 @@ class ThreeNBBitSum(_SignedCounts):
         delta = check_delta(delta, owner, allow_zero=False)
         n_users = check_integer(n_users, "n_users", owner, low=1)
         calibration = check_calibration(calibration, owner)
+        flooding = check_choice(flooding, "flooding", owner, FLOODING_CHOICES)
+        if flooding == "communication" and calibration != "tight":
+            raise invalid("calibration", owner, "'tight' with flooding='communication'", calibration)
         flooding_shape = 3.0 * (1.0 + math.log(1.0 / delta))
         flooding_ratio = math.exp(-0.04 * epsilon)
         tail = _tail_for(delta)
 
         def profile_at(noise_ratio: float) -> PrivacyProfile:
-            return signed_count_profile(1.0, noise_ratio, flooding_shape, flooding_ratio, tail_mass=tail)
+            try:
+                return signed_count_profile(1.0, noise_ratio, flooding_shape, flooding_ratio, tail_mass=tail)
+            except InvalidParameterError:  # the work bound of the exact profile, named for the caller
+                expected = "large enough for an exact two-count profile (its flooding pmf grows like 1/epsilon)"
+                raise invalid("epsilon", owner, expected, epsilon) from None
 
         if calibration == "analytic":
             noise_ratio = math.exp(-0.8 * epsilon)
@@ -257,6 +290,10 @@ class ThreeNBBitSum(_SignedCounts):
                 caller=(owner, "delta", delta),
             )
             noise_ratio = math.exp(-share * epsilon)
+        if flooding == "communication":
+            noise_ratio, flooding_shape, flooding_ratio = _communication_flooding(
+                epsilon, delta, noise_ratio, (flooding_shape, flooding_ratio), tail
+            )
         profile = profile_at(noise_ratio)
         achieved = profile.delta(epsilon)
         if not achieved <= delta * (1 + _RTOL):
@@ -435,6 +472,78 @@ class PureBitSum(_SignedCounts):
     def _event_for_shape(self, noise_shape: float) -> PrivacyEvent:
         epsilon = pure_epsilon_bound(self.drop_probability, noise_shape, self.noise_ratio)
         return GuaranteeEvent(PrivacyGuarantee(epsilon, 0.0, Neighbouring.REPLACE_ONE))
+
+
+def _flooding_mean(shape: float, ratio: float) -> float:
+    return shape * ratio / (1.0 - ratio)
+
+
+def _communication_flooding(
+    epsilon: float, delta: float, paper_noise_ratio: float, paper_flooding: tuple[float, float], tail: float
+) -> tuple[float, float, float]:
+    """``(p, r', p')``: variance ``COMMUNICATION_VARIANCE_FACTOR`` times the paper's, then the least flooding mean.
+
+    ``p`` solves ``2p/(1-p)^2 = factor * 2 p0/(1-p0)^2`` (closed form). For each ``r'`` on a
+    grid the least ``p'`` meeting the target is found by bisection on ``log(1 - p')`` (the
+    result of each bisection is a point whose exact delta was evaluated and met the target);
+    the grid point with the least mean ``r' p'/(1-p')`` wins. The paper's flooding with ``p0``
+    is kept if it is cheaper.
+    """
+    variance = COMMUNICATION_VARIANCE_FACTOR * 2.0 * paper_noise_ratio / (1.0 - paper_noise_ratio) ** 2
+    noise_ratio = (variance + 1.0 - math.sqrt(2.0 * variance + 1.0)) / variance
+    noise_ratio = max(paper_noise_ratio, min(noise_ratio, math.nextafter(1.0, 0.0)))
+    best = (paper_noise_ratio, *paper_flooding)
+    best_mean = _flooding_mean(*paper_flooding)
+
+    def meets(shape: float, log_gap: float) -> bool:
+        ratio = -math.expm1(log_gap)  # p' = 1 - e^log_gap
+        if _flooding_mean(shape, ratio) >= best_mean:
+            return True  # cannot win: treat as feasible so that the bisection moves to less flooding
+        try:
+            profile = signed_count_profile(1.0, noise_ratio, shape, ratio, tail_mass=tail)
+        except InvalidParameterError:  # flooding too large to compute exactly: not a candidate
+            return False
+        return bool(profile.delta(epsilon) <= delta)
+
+    previous, worse_in_a_row = None, 0
+    for shape in _FLOODING_SHAPES:
+        # log(1 - p') in [low, high]; low (most flooding) is kept "feasible or no better than the best"
+        low, high = math.log(1e-7), math.log(0.5)
+        if previous is not None:  # warm start: the solution moves little between neighbouring shapes
+            low_guess, high_guess = max(low, previous - 1.0), min(high, previous + 1.0)
+            if meets(shape, low_guess):
+                low = low_guess
+                if not meets(shape, high_guess):
+                    high = high_guess
+                else:
+                    low = high_guess
+        if meets(shape, high):
+            low = high
+        else:
+            while high - low > _FLOODING_LOG_TOLERANCE:
+                middle = 0.5 * (low + high)
+                if meets(shape, middle):
+                    low = middle
+                else:
+                    high = middle
+        previous = low
+        ratio = -math.expm1(low)
+        mean = _flooding_mean(shape, ratio)
+        if mean < best_mean and _checked(shape, low, noise_ratio, epsilon, delta, tail):
+            best, best_mean, worse_in_a_row = (noise_ratio, shape, ratio), mean, 0
+        else:
+            worse_in_a_row += 1
+            if worse_in_a_row == 2 and best[1:] != paper_flooding:
+                break  # the mean has passed its minimum over the grid
+    return best
+
+
+def _checked(shape: float, log_gap: float, noise_ratio: float, epsilon: float, delta: float, tail: float) -> bool:
+    try:
+        profile = signed_count_profile(1.0, noise_ratio, shape, -math.expm1(log_gap), tail_mass=tail)
+    except InvalidParameterError:
+        return False
+    return bool(profile.delta(epsilon) <= delta)
 
 
 def _tail_for(delta: float) -> float:

@@ -346,7 +346,7 @@ class ShuffledKDE(ShuffleProtocol):
         bit_sums = np.asarray(self.bitsum.analyze(histogram), dtype=float)
         coefficients = (2.0 * bit_sums - n) * self.family.bound
         shape = (self.family.n_repetitions, self.family.n_coordinates)
-        return KDEFunction(self.family, coefficients.reshape(shape), n, self.guarantee_for_participants(n))
+        return KDEFunction._released(self.family, coefficients.reshape(shape), n, self.guarantee_for_participants(n))
 
     def analyze_participants(self, view: MessageHistogram, n_participants: int) -> KDEFunction:
         """`analyze` with the number of users who took part."""
@@ -424,6 +424,11 @@ class ShuffledKDE(ShuffleProtocol):
         delta = check_delta(delta, owner)
         n_users = check_integer(n_users, "n_users", owner, low=1)
         accounting = check_choice(accounting, "accounting", owner, ACCOUNTING_METHODS)
+        if not (
+            protocol_options is None
+            or (isinstance(protocol_options, Mapping) and all(isinstance(k, str) for k in protocol_options))
+        ):
+            raise invalid("protocol_options", owner, "None or a mapping of keyword names to values", protocol_options)
         options = tuple(sorted(dict(protocol_options or {}).items()))
         return cached_calibration(
             cls._calibrated, family, protocol, epsilon, delta, n_users, accounting, calibration, chunk_size, precision, options

@@ -919,8 +919,11 @@ class PrivateCentralClippedSum:
         ``0`` moves every ``c_j`` by at most 1 and the clipped sum by at most ``tau`` as well, so
         the same mechanism is the zero-out reference (``guarantee.under("zero-out")``): no central
         mechanism of this type gains from the narrower relation, unlike `ClippedSum`, whose two
-        touched sub-domains become one. The selection probabilities are computed in floating point (a
-        reference, not a hardened release); the exact output law is checked in the tests.
+        touched sub-domains become one. The pure ``epsilon`` claim is for the exact mechanism:
+        both steps sample with numpy floating-point arithmetic (float64 selection probabilities,
+        a numpy discrete Laplace), so the realised distributions are correct only up to rounding
+        (a reference, not a hardened release; see the limitations page); the exact output law is
+        checked in the tests.
 
     Utility:
         Bias ``-sum_i max(x_i - tau, 0)`` (clipping, not dropping); noise variance ``2a/(1-a)^2``

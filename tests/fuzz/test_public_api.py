@@ -5,7 +5,9 @@ reached through one of three doors: its constructor (each field of a valid insta
 few at a time, by an arbitrary value), its ``from_privacy`` classmethod (likewise from valid
 arguments), and its entry points (``run``, ``randomize``, ``analyze``, ``estimate``, ``fit``,
 ``predict``, ... called with arbitrary arguments). Arbitrary values include NaN, infinities,
-negative and huge numbers, wrong shapes and dtypes, empty arrays, strings and None. Any
+negative, huge (``1e308``, ``10**400``) and tiny (``1e-308``) numbers, wrong shapes, every
+integer, unsigned, float, bool, complex and object dtype (zero-one arrays of every numeric
+dtype among them), empty arrays, strings and None. Any
 exception other than `ALLOWED` fails the test (no bare IndexError, ZeroDivisionError,
 OverflowError, numpy errors, RecursionError), and every call must finish within `CALL_LIMIT_S`.
 """
@@ -41,9 +43,9 @@ SLOW = settings(max_examples=300, deadline=None, suppress_health_check=list(Heal
 # --------------------------------------------------------------------------- arbitrary values
 _numbers = st.one_of(
     st.integers(min_value=-(10**4), max_value=10**4),  # sizes large enough to matter, small enough to allocate
-    st.sampled_from([0, 1, -1, 2, 3, 2**31, 2**63, 2**70, -(2**70)]),  # too large for any array: must be refused
+    st.sampled_from([0, 1, -1, 2, 3, 2**31, 2**63, 2**70, -(2**70), 10**400, -(10**400)]),  # too large for any array
     st.floats(allow_nan=True, allow_infinity=True),
-    st.sampled_from([math.nan, math.inf, -math.inf, 0.0, -0.0, 1e-300, 1e300, 0.5, 1.0, -0.5]),
+    st.sampled_from([math.nan, math.inf, -math.inf, 0.0, -0.0, 1e-300, 1e300, 1e308, -1e308, 1e-308, 5e-324, 0.5, 1.0, -0.5]),
     st.booleans(),
     st.complex_numbers(max_magnitude=10),
 )
@@ -51,6 +53,7 @@ _arrays = hnp.arrays(
     dtype=st.one_of(
         hnp.floating_dtypes(),
         hnp.integer_dtypes(),
+        hnp.unsigned_integer_dtypes(),
         hnp.boolean_dtypes(),
         hnp.complex_number_dtypes(),
         st.just(np.dtype("U3")),
@@ -58,9 +61,15 @@ _arrays = hnp.arrays(
     ),
     shape=hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4),
 )
+_zero_one_arrays = hnp.arrays(
+    dtype=st.one_of(hnp.integer_dtypes(), hnp.unsigned_integer_dtypes(), hnp.floating_dtypes(), hnp.boolean_dtypes()),
+    shape=hnp.array_shapes(min_dims=1, max_dims=2, min_side=1, max_side=4),
+    elements=st.sampled_from([0, 1]),
+)
 ARBITRARY = st.one_of(
     st.none(),
     _numbers,
+    _zero_one_arrays,
     st.text(max_size=5),
     st.binary(max_size=16),
     _arrays,

@@ -299,3 +299,23 @@ def test_a_kde_function_carries_a_guarantee_only_from_a_release_or_a_load():
     assert KDEFunction.from_bytes(released.to_bytes()).guarantee == released.guarantee
     with pytest.raises(InvalidParameterError, match="'guarantee' parameter of KDEFunction"):
         dataclasses.replace(released, coefficients=released.coefficients + 1.0)  # other coefficients, same claim
+
+
+@pytest.mark.parametrize(
+    ("make", "name"),
+    [
+        (
+            lambda: __import__("privsum.sums", fromlist=["x"]).CentralClippedSum(epsilon=1.0, clipping_bound=2**62),
+            "clipping_bound",
+        ),
+        (
+            lambda: __import__("privsum.sums", fromlist=["x"]).CentralClippedSum(epsilon=1e-300, clipping_bound=4),
+            "clipping_bound",
+        ),
+        (lambda: __import__("privsum.sums", fromlist=["x"]).PrivateCentralClippedSum(epsilon=1e-12, domain=2**62), "domain"),
+    ],
+)
+def test_central_clipped_sums_refuse_a_noise_ratio_that_rounds_to_one_naming_their_parameter(make, name):
+    with pytest.raises(InvalidParameterError, match=f"'{name}' parameter of (Private)?CentralClippedSum") as caught:
+        make()
+    assert "sample_discrete_laplace" not in str(caught.value)

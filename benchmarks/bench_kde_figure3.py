@@ -16,9 +16,11 @@ count) and local DP (local RR), all calibrated from the same overall ``(epsilon,
 the LSQ and rounding error). The error is measured on 1,000 test embeddings as queries against
 the exact KDE: RMSE over queries and the largest absolute error, averaged over ``--trials`` runs.
 Prints a table and writes ``OUTPUT.csv``, ``OUTPUT.md`` (the same table) and ``OUTPUT.svg``: a
-dependency-free plot (log-log) with two panels, the RMSE against the exact KDE (what Wagner (ICLR 2025)
-Figure 3 shows) and the RMSE added by rounding and privacy (against the LSQ estimate of the same
-draws), one line per protocol and the non-private level dash-dotted.
+log-log plot (matplotlib, the ``plot`` extra) with two panels, the RMSE against the exact KDE (what
+Wagner (ICLR 2025) Figure 3 shows) and the RMSE added by rounding and privacy (against the LSQ
+estimate of the same draws), one line per protocol and the non-private level dash-dotted. Without
+matplotlib the tables are still written, and the script says why the figure is not.
+``--replot TABLE.md`` redraws ``OUTPUT.svg`` from a table this script wrote, without measuring.
 """
 
 from __future__ import annotations
@@ -31,9 +33,11 @@ import platform
 import resource
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
+from privsum._plotting import MISSING_MATPLOTLIB, pyplot_or_none
 from privsum.bitsum import CentralGaussianBitSum, ExactBitSum, LocalRRBitSum, PureBitSum, RRBitSum, ThreeNBBitSum
 from privsum.datasets import load_wordnet_glosses
 from privsum.kde import KDEFunction, ShuffledKDE
@@ -58,7 +62,13 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--trials", type=int, default=3)
     parser.add_argument("--output", default="kde_figure3", help="path prefix of the .csv, .md and .svg files")
+    parser.add_argument("--replot", type=Path, help="redraw OUTPUT.svg from this .md table (no measuring)")
     args = parser.parse_args()
+    title = f"Private Gaussian KDE, WordNet (d=384, I={args.repetitions}, delta={args.delta:g})"
+    if args.replot is not None:
+        results, baseline = results_from_table(args.replot.read_text(encoding="utf-8"))
+        report_figure(write_figure(results, baseline, f"{args.output}.svg", title), f"{args.output}.svg")
+        return
     print(f"command: {' '.join([os.path.basename(sys.executable), *sys.argv])}")
     print(f"machine: {platform.node()} {platform.machine()} cpus={os.cpu_count()} python {platform.python_version()}")
     users = np.asarray(load_wordnet_glosses(split="train").embeddings, dtype=float)
@@ -122,9 +132,8 @@ def main() -> None:
             )
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
     write_table(rows, args.output)
-    title = f"Private Gaussian KDE, WordNet (n={n}, d={dimension}, I={args.repetitions}, delta={args.delta:g})"
-    write_svg(results, baseline, f"{args.output}.svg", title)
-    print(f"wrote {args.output}.csv, {args.output}.md and {args.output}.svg")
+    print(f"wrote {args.output}.csv and {args.output}.md")
+    report_figure(write_figure(results, baseline, f"{args.output}.svg", title), f"{args.output}.svg")
 
 
 def table_row(
@@ -162,84 +171,62 @@ def write_table(rows: list[dict[str, object]], prefix: str) -> None:
 COLOURS = {"RR": "#d62728", "3NB": "#1f77b4", "Pure": "#2ca02c", "central": "#9467bd", "local": "#ff7f0e"}
 
 
-def write_svg(
+def write_figure(
     results: dict[str, list[tuple[float, float, float]]], baseline: tuple[float, float, float], path: str, title: str
-) -> None:
-    """Two log-log panels (error against the exact KDE; error added to the LSQ estimate) as plain SVG."""
+) -> bool:
+    """Two log-log panels (error against the exact KDE; error added to the LSQ estimate); False without matplotlib."""
+    pyplot = pyplot_or_none()
+    if pyplot is None:
+        return False
+    figure, axes = pyplot.subplots(1, 2, figsize=(10.0, 4.2))
     panels = [("RMSE vs exact KDE", 1, baseline[0]), ("added RMSE (rounding + privacy)", 2, baseline[2])]
-    epsilons = sorted({row[0] for rows in results.values() for row in rows})
-    width, height, margin, gap = 360, 260, 60, 70
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{2 * width + gap + 2 * margin}" height="{height + 2 * margin + 20}" '
-        'font-family="sans-serif" font-size="11">',
-        f'<text x="{margin}" y="20" font-size="13">{escape(title)}</text>',
-    ]
-    for index, (label, column, reference) in enumerate(panels):
-        left = margin + index * (width + gap)
-        values = [row[column] for rows in results.values() for row in rows] + [reference]
-        x_axis = LogAxis(min(epsilons), max(epsilons), left, left + width)
-        y_axis = LogAxis(min(values), max(values), margin + height, margin)
-        parts += panel_frame(x_axis, y_axis, epsilons, (left, margin, width, height), label)
-        y = y_axis(reference)
-        parts.append(
-            f'<line x1="{left}" y1="{y:.1f}" x2="{left + width}" y2="{y:.1f}" stroke="#444" stroke-dasharray="6 3 1 3"/>'
-        )
-        parts.append(f'<text x="{left + width - 4}" y="{y - 4:.1f}" text-anchor="end" fill="#444">no privacy</text>')
-        for row_index, (name, rows) in enumerate(results.items()):
-            colour = COLOURS.get(name, "#000")
-            points = " ".join(f"{x_axis(r[0]):.1f},{y_axis(r[column]):.1f}" for r in sorted(rows))
-            parts.append(f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="2"/>')
-            for r in rows:
-                parts.append(f'<circle cx="{x_axis(r[0]):.1f}" cy="{y_axis(r[column]):.1f}" r="2.5" fill="{colour}"/>')
-            parts.append(f'<text x="{left + width + 6}" y="{margin + 12 + 14 * row_index}" fill="{colour}">{escape(name)}</text>')
-    parts.append("</svg>")
-    with open(path, "w") as handle:
-        handle.write("\n".join(parts) + "\n")
+    for axis, (label, column, reference) in zip(axes, panels, strict=True):
+        for name, rows in results.items():
+            ordered = sorted(rows)
+            axis.plot(
+                [r[0] for r in ordered],
+                [r[column] for r in ordered],
+                marker="o",
+                markersize=3,
+                linewidth=2,
+                color=COLOURS.get(name, "#000000"),
+                label=name,
+            )
+        axis.axhline(reference, color="#444444", linestyle="-.", linewidth=1, label="no privacy")
+        axis.set_xscale("log")
+        axis.set_yscale("log")
+        epsilons = sorted({r[0] for rows in results.values() for r in rows})
+        axis.set_xticks(epsilons, [f"{e:g}" for e in epsilons])
+        axis.tick_params(axis="x", which="minor", bottom=False, labelbottom=False)
+        axis.set_xlabel("epsilon (log scale)")
+        axis.set_title(f"{label} (log scale)", fontsize=10)
+        axis.grid(True, alpha=0.3)
+    axes[1].legend(fontsize=8)
+    figure.suptitle(title, fontsize=11)
+    figure.tight_layout()
+    figure.savefig(path, metadata={"Date": None})
+    pyplot.close(figure)
+    return True
 
 
-class LogAxis:
-    """Maps ``[low, high]`` (log scale, widened to whole decades' quarters) onto pixels ``[start, stop]``."""
-
-    def __init__(self, low: float, high: float, start: float, stop: float) -> None:
-        self.low, self.high = math.log10(low) - 0.05, math.log10(high) + 0.05
-        self.start, self.stop = start, stop
-
-    def __call__(self, value: float) -> float:
-        fraction = (math.log10(value) - self.low) / (self.high - self.low)
-        return self.start + fraction * (self.stop - self.start)
-
-    def ticks(self) -> list[float]:
-        """Values ``m * 10^k`` (m in 1, 2, 5) inside the axis."""
-        for mantissas in ((1, 2, 5), range(1, 10)):  # every integer mantissa when the axis spans little
-            candidates = [m * 10.0**k for k in range(math.floor(self.low), math.ceil(self.high) + 1) for m in mantissas]
-            inside = [t for t in candidates if self.low <= math.log10(t) <= self.high]
-            if len(inside) >= 2:
-                break
-        return inside
+def report_figure(written: bool, path: str) -> None:
+    print(f"wrote {path}" if written else f"no figure: {MISSING_MATPLOTLIB}")
 
 
-def panel_frame(
-    x_axis: LogAxis, y_axis: LogAxis, x_ticks: list[float], box: tuple[float, float, float, float], label: str
-) -> list[str]:
-    """A panel's box, ticks with labels (the measured epsilons on x, log ticks on y), axis titles."""
-    left, top, width, height = box
-    bottom = top + height
-    parts = [f'<rect x="{left}" y="{top}" width="{width}" height="{height}" fill="none" stroke="#999"/>']
-    for tick in x_ticks:
-        x = x_axis(tick)
-        parts.append(f'<line x1="{x:.1f}" y1="{bottom}" x2="{x:.1f}" y2="{bottom + 4}" stroke="#999"/>')
-        parts.append(f'<text x="{x:.1f}" y="{bottom + 16}" text-anchor="middle">{tick:g}</text>')
-    for tick in y_axis.ticks():
-        y = y_axis(tick)
-        parts.append(f'<line x1="{left - 4}" y1="{y:.1f}" x2="{left + width}" y2="{y:.1f}" stroke="#eee"/>')
-        parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{tick:g}</text>')
-    parts.append(f'<text x="{left + width / 2}" y="{bottom + 34}" text-anchor="middle">epsilon (log scale)</text>')
-    parts.append(f'<text x="{left + width / 2}" y="{top - 8}" text-anchor="middle">{escape(label)} (log scale)</text>')
-    return parts
-
-
-def escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+def results_from_table(markdown: str) -> tuple[dict[str, list[tuple[float, float, float]]], tuple[float, float, float]]:
+    """``(results, baseline)`` from the markdown table `write_table` writes (the ``none`` row is the baseline)."""
+    lines = [line for line in markdown.splitlines() if line.startswith("|")]
+    columns = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    results: dict[str, list[tuple[float, float, float]]] = {}
+    baseline = (math.nan, math.nan, math.nan)
+    for line in lines[2:]:
+        row = dict(zip(columns, (cell.strip() for cell in line.strip("|").split("|")), strict=True))
+        point = (float(row["epsilon"]), float(row["rmse"]), float(row["added_rmse"]))
+        if row["protocol"] == "none":
+            baseline = (point[1], float(row["max_error"]), point[2])
+        else:
+            results.setdefault(row["protocol"], []).append(point)
+    return results, baseline
 
 
 if __name__ == "__main__":

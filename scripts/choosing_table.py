@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from privsum._plotting import MISSING_MATPLOTLIB, pyplot_or_none
 from privsum.bitsum import (
     CentralGaussianBitSum,
     CentralLaplaceBitSum,
@@ -296,62 +297,43 @@ def replace_generated_block(page: str, block: str) -> str:
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#444444", "#8c564b")
 
 
-def svg_log_plot(series: dict[str, list[tuple[float, float]]], *, title: str, x_label: str, y_label: str) -> str:
-    """A dependency-free log-log line plot, one polyline per series, with a legend."""
-    width, height, left, right, top, bottom = 720, 400, 70, 240, 40, 50
-    panel_w, panel_h = width - left - right, height - top - bottom
-    xs = [x for points in series.values() for x, _ in points]
-    ys = [y for points in series.values() for _, y in points if y > 0]
-    x_low, x_high = math.log10(min(xs)), math.log10(max(xs))
-    y_low, y_high = math.floor(math.log10(min(ys))), math.ceil(math.log10(max(ys)))
-    x_span, y_span = (x_high - x_low) or 1.0, (y_high - y_low) or 1.0
-
-    def x_of(x: float) -> float:
-        return left + panel_w * (math.log10(x) - x_low) / x_span
-
-    def y_of(y: float) -> float:
-        return top + panel_h * (1.0 - (math.log10(y) - y_low) / y_span)
-
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="11">',
-        f'<rect x="{left}" y="{top}" width="{panel_w}" height="{panel_h}" fill="none" stroke="#999"/>',
-        f'<text x="{left + panel_w / 2}" y="{top - 15}" text-anchor="middle" font-size="13">{title}</text>',
-        f'<text x="{left + panel_w / 2}" y="{height - 12}" text-anchor="middle">{x_label}</text>',
-        f'<text x="16" y="{top + panel_h / 2}" text-anchor="middle" transform="rotate(-90 16 {top + panel_h / 2})">'
-        f"{y_label}</text>",
-    ]
-    for x in sorted(set(xs)):
-        parts.append(f'<text x="{x_of(x):.1f}" y="{top + panel_h + 16}" text-anchor="middle">{x:g}</text>')
-    for power in range(y_low, y_high + 1):
-        y = y_of(10.0**power)
-        parts.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + panel_w}" y2="{y:.1f}" stroke="#eee"/>')
-        parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">1e{power}</text>')
+def write_log_plot(
+    series: dict[str, list[tuple[float, float]]], path: Path, *, title: str, x_label: str, y_label: str
+) -> bool:
+    """A log-log line plot, one line per series, saved as SVG with matplotlib; False when matplotlib is missing."""
+    pyplot = pyplot_or_none()
+    if pyplot is None:
+        return False
+    figure, axis = pyplot.subplots(figsize=(7.2, 4.0))
     for index, (name, points) in enumerate(series.items()):
-        colour = COLOURS[index % len(COLOURS)]
-        visible = sorted((x, y) for x, y in points if y > 0)
-        polyline = " ".join(f"{x_of(x):.1f},{y_of(y):.1f}" for x, y in visible)
-        parts.append(f'<polyline points="{polyline}" fill="none" stroke="{colour}" stroke-width="2"/>')
-        for x, y in visible:
-            parts.append(f'<circle cx="{x_of(x):.1f}" cy="{y_of(y):.1f}" r="2.5" fill="{colour}"/>')
-        legend_y = top + 14 + 16 * index
-        parts.append(
-            f'<line x1="{width - right + 12}" y1="{legend_y - 4}" x2="{width - right + 30}" y2="{legend_y - 4}" '
-            f'stroke="{colour}" stroke-width="2"/>'
-        )
-        parts.append(f'<text x="{width - right + 35}" y="{legend_y}">{name}</text>')
-    parts.append("</svg>")
-    return "\n".join(parts) + "\n"
+        visible = sorted((x, y) for x, y in points if y > 0)  # a zero error has no place on a log axis
+        if visible:
+            xs, ys = zip(*visible, strict=True)
+            axis.plot(xs, ys, marker="o", markersize=3, linewidth=2, color=COLOURS[index % len(COLOURS)], label=name)
+    axis.set_xscale("log")
+    axis.set_yscale("log")
+    epsilons = sorted({x for points in series.values() for x, _ in points})
+    axis.set_xticks(epsilons, [f"{x:g}" for x in epsilons])
+    axis.tick_params(axis="x", which="minor", bottom=False, labelbottom=False)  # the measured epsilons only
+    axis.set_title(title)
+    axis.set_xlabel(x_label)
+    axis.set_ylabel(y_label)
+    axis.grid(True, which="major", alpha=0.3)
+    axis.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    figure.tight_layout()
+    figure.savefig(path, metadata={"Date": None})  # no timestamp: the committed file changes only with the numbers
+    pyplot.close(figure)
+    return True
 
 
-def error_plot(rows: Sequence[Row], family: str, n_users: int) -> str:
+def write_error_plot(rows: Sequence[Row], family: str, n_users: int, path: Path) -> bool:
     series: dict[str, list[tuple[float, float]]] = {}
     for row in rows:
         if row.family == family and row.n_users == n_users:
             series.setdefault(row.name, []).append((row.epsilon, row.rmse))
     unit = "RMSE of the count" if family == "bit sum" else "RMSE of the sum (values in [0, 1])"
-    return svg_log_plot(
-        series, title=f"{family}s: error versus ε (n = {n_users:,}, δ = 1e-6)", x_label="ε (log scale)", y_label=unit
-    )
+    title = f"{family}s: error versus ε (n = {n_users:,}, δ = 1e-6)"
+    return write_log_plot(series, path, title=title, x_label="ε (log scale)", y_label=unit)
 
 
 # ----------------------------------------------------------------------------- main
@@ -394,9 +376,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     images = arguments.docs / "img"
     images.mkdir(parents=True, exist_ok=True)
-    for family, stem in (("bit sum", "choosing_bitsums"), ("sum", "choosing_sums")):
-        (images / f"{stem}.svg").write_text(error_plot(plot_rows, family, arguments.plot_n), encoding="utf-8")
-    print(f"wrote {page_path} and {images}/choosing_bitsums.svg, choosing_sums.svg in {time.perf_counter() - started:.1f} s")
+    written = [
+        write_error_plot(plot_rows, family, arguments.plot_n, images / f"{stem}.svg")
+        for family, stem in (("bit sum", "choosing_bitsums"), ("sum", "choosing_sums"))
+    ]
+    seconds = time.perf_counter() - started
+    if all(written):
+        print(f"wrote {page_path} and {images}/choosing_bitsums.svg, choosing_sums.svg in {seconds:.1f} s")
+    else:
+        print(f"wrote {page_path} in {seconds:.1f} s; no plots: {MISSING_MATPLOTLIB}")
     return 0
 
 

@@ -94,13 +94,43 @@ def normalised(output: str) -> str:
     return "\n".join(line.rstrip() for line in output.rstrip().splitlines())
 
 
+NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
+LONG_DIGITS = 10  # numbers printed with at least this many significant digits are compared to RELATIVE_TOLERANCE
+RELATIVE_TOLERANCE = 1e-6
+
+
+def same_output(expected: str, actual: str) -> bool:
+    """Equal line by line, except that numbers printed at full precision may differ in their last digits.
+
+    A number with at least `LONG_DIGITS` significant digits (a float printed by ``repr``) matches
+    one within `RELATIVE_TOLERANCE`; every shorter number, and all other text, must match exactly.
+    """
+    expected, actual = normalised(expected), normalised(actual)
+    if expected == actual:
+        return True
+    if NUMBER.split(expected) != NUMBER.split(actual):
+        return False
+    pairs = zip(NUMBER.findall(expected), NUMBER.findall(actual), strict=False)
+    return len(NUMBER.findall(expected)) == len(NUMBER.findall(actual)) and all(
+        first == second or _close_long_numbers(first, second) for first, second in pairs
+    )
+
+
+def _close_long_numbers(first: str, second: str) -> bool:
+    digits = min(len(re.sub(r"[eE].*|[^\d]", "", number).lstrip("0")) for number in (first, second))
+    if digits < LONG_DIGITS:
+        return False
+    a, b = float(first), float(second)
+    return abs(a - b) <= RELATIVE_TOLERANCE * max(abs(a), abs(b))
+
+
 def mismatches(text: str, printed: list[str]) -> list[str]:
     """Differences between a page's output blocks and what its blocks printed (empty when they agree)."""
     problems = []
     for index, (expected, actual) in enumerate(zip(expected_outputs(text), printed, strict=True), 1):
         if expected is None and actual.strip():
             problems.append(f"block {index} prints but shows no output block:\n{actual}")
-        elif expected is not None and normalised(expected) != normalised(actual):
+        elif expected is not None and not same_output(expected, actual):
             problems.append(f"block {index} printed\n{actual}\nbut the page shows\n{expected}")
     return problems
 

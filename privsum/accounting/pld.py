@@ -25,6 +25,8 @@ if TYPE_CHECKING:  # pragma: no cover - imported lazily: dp-accounting pulls in 
 __all__ = ["DEFAULT_DISCRETIZATION", "PLDPair"]
 
 DEFAULT_DISCRETIZATION = 1e-4
+# Largest epsilon of a guarantee turned into a PLD (the worst (epsilon, delta) mechanism needs e^epsilon).
+_MAX_PLD_EPSILON = 500.0
 #: Self-compositions up to this count use dp-accounting's ``self_compose`` unchanged; larger
 #: counts use `_self_compose_large` (the same FFT power with a Chernoff window that stays
 #: narrow at any count).
@@ -90,6 +92,13 @@ class PLDPair:
         """The PLD of the worst mechanism that is (epsilon, delta)-DP (symmetric)."""
         if not guarantee.is_finite:
             raise invalid("guarantee", "PLDPair.from_guarantee", "a guarantee with finite epsilon", guarantee)
+        if not guarantee.epsilon <= _MAX_PLD_EPSILON:  # its PLD needs e^epsilon, which overflows near 710
+            raise invalid(
+                "guarantee",
+                "PLDPair.from_guarantee",
+                f"a guarantee with epsilon at most {_MAX_PLD_EPSILON:g} for numerical (PLD) accounting",
+                guarantee,
+            )
         from dp_accounting.pld.common import DifferentialPrivacyParameters
 
         parameters = DifferentialPrivacyParameters(guarantee.epsilon, guarantee.delta)

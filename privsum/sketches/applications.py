@@ -1,4 +1,4 @@
-"""Learning from released RACE sketches (seed 002 section 4): KDE, classification, anomalies, regression.
+"""Learning from released RACE sketches (Coleman & Shrivastava, CCS 2021, section 4): KDE, classification, anomalies, regression.
 
 Every application is post-processing of released sketches, so its guarantee is the release's.
 KDE is `ReleasedRACE.density` itself; this module adds the rest.
@@ -6,6 +6,7 @@ KDE is `ReleasedRACE.density` itself; this module adds the rest.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -37,6 +38,29 @@ def _private_rng(noise_source: Any, random_state: RNGLike, owner: str) -> Any:
     if random_state is not None:
         raise invalid("random_state", owner, "None with noise_source='opendp' (OpenDP draws from its own CSPRNG)", random_state)
     return None
+
+
+#: Coordinates that carry the data's padding ``sqrt(1 - ||z||^2 / M^2) u_i`` (random unit ``u_i``, orthogonal to the query).
+_PADDING_DIMENSION = 32
+
+
+def _embed_data(rows: np.ndarray, data_bound: float, generator: np.random.Generator, owner: str) -> np.ndarray:
+    """``(z / M, sqrt(1 - ||z||^2 / M^2) u, 0)``: every row on the unit sphere; rows above the bound are refused.
+
+    ``u`` is a uniformly random unit vector per row, in coordinates where every query is 0: it
+    leaves every inner product with a query (so every collision probability) unchanged, and
+    spreads the points over the sphere, so their collisions are far less correlated than with a
+    shared padding direction (the sketch's variance drops from order ``n^2 / R`` towards ``n / R``).
+    """
+    scaled = rows / data_bound
+    squared = np.sum(scaled**2, axis=1)
+    if squared.size and not float(squared.max()) <= 1.0:
+        worst = float(np.sqrt(squared.max()) * data_bound)
+        constraint = f"rows (x, 1 if fit_intercept, y) of norm at most data_bound={data_bound:g}"
+        raise invalid("X", owner, constraint, f"a row of norm {worst:g}")
+    directions = generator.normal(size=(rows.shape[0], _PADDING_DIMENSION))
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    return np.column_stack([scaled, np.sqrt(1.0 - squared)[:, np.newaxis] * directions, np.zeros(rows.shape[0])])
 
 
 def _check_fitted(model: Any, attribute: str) -> None:
@@ -198,24 +222,43 @@ class RACEClassifier:
         return self.classes_[np.argmax(self.decision_function(X), axis=1)]
 
 
+#: How `RACELinearRegression` embeds the data and the query before hashing.
+REGRESSION_TRANSFORMS = ("asymmetric", "none")
+
+
 class RACELinearRegression:
     """Linear regression from a released RACE sketch of ``(x, y)`` with a signed-random-projection surrogate.
 
-    Data points are ``z_i = (x_i, y_i)``; for coefficients ``theta`` the query is
-    ``q = (theta, -1)``, so ``z_i^T q = theta^T x_i - y_i`` is minus the residual. Signed random
-    projections with ``p`` bits collide with probability ``(1 - t)^p`` at angle ``t pi``, and
-    with ``-q`` at ``t^p``; the surrogate loss ``L(theta) = K(q) + K(-q) = sum_i (1-t_i)^p + t_i^p``
-    is minimal exactly when every angle is ``pi/2``, i.e. every residual is 0, and grows with
-    ``|residual| / (||z_i|| ||q||)``: a monotone surrogate of the squared loss, read off the
-    sketch at two queries (seed 002 section 4, after Shrivastava & Li's asymmetric LSH). It is
-    minimised by Nelder–Mead on a smoothed surrogate (the mean over ``n_smoothing`` fixed
-    Gaussian perturbations of ``theta`` of scale ``smoothing``), since the raw surrogate is
-    piecewise constant.
+    For coefficients ``theta`` (intercept last when fitted) the residual of ``z_i = (x_i, y_i)``
+    is ``r_i = theta^T x_i - y_i = z_i^T (theta, -1)``. Signed random projections with ``p`` bits
+    collide with probability ``(1 - a)^p`` at angle ``a pi``, and with the negated query at
+    ``a^p``; the surrogate ``L(theta) = K(Q) + K(-Q) = sum_i (1 - a_i)^p + a_i^p`` is even and
+    increasing in ``|cos(a_i pi)|``, equal to ``2^(1-p) + p (p - 1) 2^(2-p) cos^2 / pi^2 + O(cos^4)``.
+
+    With ``transform="asymmetric"`` (the default, the asymmetric transform of Coleman &
+    Shrivastava's regression surrogate, after Shrivastava & Li's asymmetric LSH) the data and the
+    query are embedded on the unit sphere in extra coordinates,
+    ``P(z) = (z / M, sqrt(1 - ||z||^2 / M^2) u, 0)`` (``u`` a random unit vector in 32 coordinates,
+    drawn per point from the public seed, where every query is 0) and
+    ``Q(theta) = (theta, -1, 0, sqrt(B^2 - ||theta||^2 - 1)) / B``, with public bounds ``M``
+    (`data_bound`, on ``||z_i||``) and ``B^2 = coef_bound^2 + 1``. Then ``cos(a_i pi) =
+    r_i / (M B)`` exactly, so the surrogate is ``n 2^(1-p) + c sum_i r_i^2 + O(sum_i r_i^4)`` with
+    a constant ``c > 0``: its minimiser approaches least squares as ``|r_i| / (M B)`` shrinks.
+    ``transform="none"`` hashes ``z_i`` and ``(theta, -1)`` as they are (the previous behaviour):
+    the cosine is then ``r_i / (||z_i|| ||(theta, -1)||)``, which weights points by their norms and
+    rewards large ``||theta||``; its minimiser is not least squares' (on scikit-learn's diabetes
+    data, BMI feature and target max-abs scaled, with an intercept: slope 0.65 against least
+    squares' 0.47).
+
+    The surrogate is minimised by Nelder-Mead on a smoothed surrogate (the mean over
+    ``n_smoothing`` fixed Gaussian perturbations of ``theta`` of scale ``smoothing``), since the
+    sketched surrogate is piecewise constant; ``||theta|| <= coef_bound`` is enforced.
 
     Args:
         n_rows: ``R``, rows of the sketch.
         n_bits: ``p >= 2`` (with ``p = 1`` the surrogate is constant).
-        epsilon: the privacy parameter.
+        epsilon: the privacy parameter; ``None`` fits on the raw sketch (a non-private reference:
+            ``event_`` then reports epsilon = infinity).
         neighbouring: ``"add-remove"`` or ``"replace-one"``.
         fit_intercept: append a constant-1 feature (a public transformation).
         smoothing: perturbation scale of the smoothed surrogate (``0`` disables smoothing).
@@ -223,21 +266,36 @@ class RACELinearRegression:
         seed: public seed of the hash functions and of the perturbations.
         noise_source: ``"opendp"`` or ``"numpy"`` (see `RACE.release`).
         random_state: private randomness for ``noise_source="numpy"``.
+        transform: ``"asymmetric"`` (default) or ``"none"`` (see above).
+        data_bound: ``M``, a public bound on the norm of every row ``(x_i, 1 if fit_intercept, y_i)``;
+            ``None``: ``sqrt(number of those coordinates)``, i.e. every feature and target in
+            ``[-1, 1]``. A row above it is refused (never clipped). Asymmetric transform only.
+        coef_bound: a public bound on the norm of ``theta`` (coefficients and intercept); the
+            search stays inside it. Asymmetric transform only.
         sampler: deprecated name of ``noise_source``.
 
     Privacy:
-        One sketch of the users' ``(x, y)`` pairs is released: ``(epsilon, 0)``-DP under
-        ``neighbouring`` (``event_``); the optimisation is post-processing. Any rescaling of the
-        data must use public bounds, not statistics of the data.
+        One sketch of the users' (transformed) ``(x, y)`` pairs is released: ``(epsilon, 0)``-DP
+        under ``neighbouring`` (``event_``); the optimisation is post-processing. The transform
+        and its bounds are public; any rescaling of the data must use public bounds, not
+        statistics of the data.
 
     Utility:
-        The surrogate ranks coefficient vectors by a monotone function of per-point normalised
-        residuals, not by the mean squared error itself, and its minimum is shallow: at
-        ``n = 2*10^4``, ``d = 2`` the exact surrogate differs by about 4% between the true and a
-        clearly wrong ``theta``, while ``R = 2000`` rows estimate it with a relative error of a
-        few percent, so the fitted coefficients are only roughly right (errors of 0.1-0.4 were
-        measured on slopes of size 0.5). Treat it as the seed's proof of concept; each
-        `surrogate_loss` value is an unbiased estimate of the exact surrogate.
+        Each `surrogate_loss` value is an unbiased estimate of the exact surrogate, and the exact
+        surrogate's minimiser is within 0.1% of least squares on scikit-learn's diabetes data (BMI
+        feature; tested). The minimum is shallow, though: its curvature is about
+        ``n p (p-1) 2^(2-p) Var(x) / (pi M B)^2`` while one row's hashing noise has standard
+        deviation of order ``sqrt(n 2^-p)`` and the privacy noise ``sqrt(2 R) / epsilon`` (per
+        mean over rows), so small data sets are fitted poorly. Measured on the diabetes data
+        (BMI, max-abs scaled, 309 training points, four hash seeds): the non-private sketch with
+        ``R = 2000`` rows gave slopes 0.26 to 0.42 against least squares' 0.50; at
+        ``epsilon = 10`` the test error was mostly *worse* than predicting the mean. Use it on
+        large data sets, and prefer a dedicated private regression where accuracy matters.
+
+    References:
+        Coleman & Shrivastava, "A One-Pass Distributed and Private Sketch for Kernel Sums with
+        Applications to Machine Learning at Scale", CCS 2021, section 4; Shrivastava & Li,
+        "Asymmetric LSH (ALSH) for Sublinear Time Maximum Inner Product Search", NeurIPS 2014.
 
     Examples:
         >>> rng = np.random.default_rng(0)
@@ -263,6 +321,9 @@ class RACELinearRegression:
         seed: int = 0,
         noise_source: str = "opendp",
         random_state: RNGLike = None,
+        transform: str = "asymmetric",
+        data_bound: float | None = None,
+        coef_bound: float = 2.0,
         sampler: str = NOT_GIVEN,
     ) -> None:
         self.n_rows = n_rows
@@ -275,16 +336,21 @@ class RACELinearRegression:
         self.seed = seed
         self.noise_source = noise_source
         self.random_state = random_state
+        self.transform = transform
+        self.data_bound = data_bound
+        self.coef_bound = coef_bound
         self.sampler = sampler
 
     def fit(self, X: Any, y: Any) -> RACELinearRegression:
         """Sketch ``(x, y)``, release it, minimise the surrogate; sets ``coef_``, ``intercept_``, ``sketch_``, ``event_``."""
         owner = "RACELinearRegression"
         check_integer(self.n_bits, "n_bits", owner, low=2, high=20)
-        epsilon = check_epsilon(self.epsilon, owner)
+        epsilon = None if self.epsilon is None else check_epsilon(self.epsilon, owner)
         relation = Neighbouring.parse(self.neighbouring, owner, SKETCH_RELATIONS)
         smoothing = check_real(self.smoothing, "smoothing", owner, low=0.0)
         n_smoothing = check_integer(self.n_smoothing, "n_smoothing", owner, low=1)
+        transform = check_choice(self.transform, "transform", owner, REGRESSION_TRANSFORMS)
+        coef_bound = check_real(self.coef_bound, "coef_bound", owner, low=0.0, low_open=True)
         features = check_array(X, "X", owner, ndim=2).astype(float)
         targets = check_array(y, "y", owner, ndim=1).astype(float)
         if targets.shape[0] != features.shape[0]:
@@ -292,41 +358,75 @@ class RACELinearRegression:
         if self.fit_intercept:
             features = np.column_stack([features, np.ones(features.shape[0])])
         n_coefficients = features.shape[1]
-        family = SignedRandomProjection(
-            dimension=n_coefficients + 1, n_repetitions=self.n_rows, n_bits=self.n_bits, seed=self.seed
-        )
+        rows = np.column_stack([features, targets])
+        if self.data_bound is None:
+            data_bound = math.sqrt(rows.shape[1])
+        else:
+            data_bound = check_real(self.data_bound, "data_bound", owner, low=0.0, low_open=True)
+        if transform == "asymmetric":
+            rows = _embed_data(rows, data_bound, np.random.default_rng([self.seed, 1]), owner)
+        family = SignedRandomProjection(dimension=rows.shape[1], n_repetitions=self.n_rows, n_bits=self.n_bits, seed=self.seed)
         noise_source = _noise_source(self, owner)
         rng = _private_rng(noise_source, self.random_state, owner)
-        sketch = RACE(family).update(np.column_stack([features, targets]))
-        self.sketch_ = sketch.release(epsilon, neighbouring=relation, noise_source=noise_source, rng=rng)
-        self.event_ = self.sketch_.event
+        sketch = RACE(family).update(rows)
+        self._transform, self._query_bound = transform, math.sqrt(coef_bound**2 + 1.0)
+        if epsilon is None:  # the non-private reference: the raw sketch, and no guarantee
+            self.sketch_ = sketch
+            self.event_ = GuaranteeEvent(PrivacyGuarantee(math.inf, 0.0, relation))
+        else:
+            self.sketch_ = sketch.release(epsilon, neighbouring=relation, noise_source=noise_source, rng=rng)
+            self.event_ = self.sketch_.event
         perturbations = np.random.default_rng(self.seed).normal(scale=smoothing, size=(n_smoothing, n_coefficients))
         solution = self._minimise(perturbations, n_coefficients)
         self.coef_ = solution[:-1] if self.fit_intercept else solution
         self.intercept_ = float(solution[-1]) if self.fit_intercept else 0.0
         return self
 
+    def _queries(self, thetas: np.ndarray) -> np.ndarray:
+        """The hashed queries for coefficient rows ``thetas`` (``None`` rows outside the bound are not produced here)."""
+        minus_one = -np.ones((thetas.shape[0], 1))
+        plain = np.hstack([thetas, minus_one])
+        if self._transform == "none":
+            return plain
+        bound = self._query_bound
+        padding = np.sqrt(np.maximum(bound**2 - np.sum(plain**2, axis=1, keepdims=True), 0.0))
+        return np.hstack([plain, np.zeros((thetas.shape[0], _PADDING_DIMENSION)), padding]) / bound
+
+    def _project(self, thetas: np.ndarray) -> np.ndarray:
+        """Rows of ``thetas`` scaled into the ball ``||theta|| <= coef_bound`` (unchanged without the transform)."""
+        if self._transform == "none":
+            return thetas
+        norms = np.linalg.norm(thetas, axis=1, keepdims=True)
+        return thetas * np.minimum(1.0, self.coef_bound / np.maximum(norms, 1e-300))
+
+    def _inside(self, thetas: np.ndarray) -> bool:
+        return self._transform == "none" or bool(np.all(np.sum(thetas**2, axis=1) + 1.0 <= self._query_bound**2))
+
     def surrogate_loss(self, coefficients: Any) -> float:
-        """The unsmoothed surrogate ``K(q) + K(-q)`` at ``q = (coefficients, -1)`` (intercept last if fitted)."""
+        """The unsmoothed surrogate ``K(Q) + K(-Q)`` at ``coefficients`` (intercept last if fitted)."""
         _check_fitted(self, "sketch_")
         owner = "RACELinearRegression.surrogate_loss"
         coefficients = check_array(coefficients, "coefficients", owner, ndim=1).astype(float)
-        if coefficients.size != self.sketch_.family.dimension - 1:
-            raise invalid(
-                "coefficients", owner, f"{self.sketch_.family.dimension - 1} coefficients", f"shape {coefficients.shape}"
-            )
-        query = np.append(coefficients, -1.0)[np.newaxis, :]
+        n_coefficients = self.sketch_.family.dimension - (1 if self._transform == "none" else 2 + _PADDING_DIMENSION)
+        if coefficients.size != n_coefficients:
+            raise invalid("coefficients", owner, f"{n_coefficients} coefficients", f"shape {coefficients.shape}")
+        if not self._inside(coefficients[np.newaxis, :]):
+            raise invalid("coefficients", owner, f"coefficients of norm at most coef_bound={self.coef_bound}", coefficients)
+        query = self._queries(coefficients[np.newaxis, :])
         return float(self.sketch_.estimate(query)[0] + self.sketch_.estimate(-query)[0])
 
     def _minimise(self, perturbations: np.ndarray, n_coefficients: int) -> np.ndarray:
-        minus_one = -np.ones((perturbations.shape[0], 1))
-
         def smoothed(theta: np.ndarray) -> float:
-            queries = np.hstack([theta + perturbations, minus_one])
-            return float(np.mean(self.sketch_.estimate(queries) + self.sketch_.estimate(-queries)))
+            centre, excess = self._project(theta[np.newaxis, :])[0], 0.0
+            if self._transform == "asymmetric":
+                excess = max(0.0, float(np.linalg.norm(theta)) - self.coef_bound)
+            queries = self._queries(self._project(centre + perturbations))
+            value = float(np.mean(self.sketch_.estimate(queries) + self.sketch_.estimate(-queries)))
+            return value + excess * (1.0 + abs(value))  # outside the public bound: pushed back inside
 
         start = np.zeros(n_coefficients)
-        simplex = np.vstack([start, np.eye(n_coefficients)])
+        step = 1.0 if self._transform == "none" else min(1.0, self.coef_bound / 2)
+        simplex = np.vstack([start, step * np.eye(n_coefficients)])
         options = {"initial_simplex": simplex, "xatol": 1e-3, "fatol": 1e-9, "maxiter": 200 * n_coefficients}
         return optimize.minimize(smoothed, start, method="Nelder-Mead", options=options).x
 

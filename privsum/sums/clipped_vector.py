@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar
@@ -114,6 +115,8 @@ class CompositionEvent(PrivacyEvent):
         check_integer(self.count, "count", owner, low=1)
         if not isinstance(self.headline, PrivacyGuarantee) or self.headline.neighbouring != self.event.neighbouring:
             raise invalid("headline", owner, "a PrivacyGuarantee under the event's relation", self.headline)
+        if not composition_backs(self.event.guarantee, self.count, self.headline, self.pld):
+            raise invalid("headline", owner, f"backed by composing the event {self.count} times", self.headline)
 
     @property
     def guarantee(self) -> PrivacyGuarantee:
@@ -121,6 +124,33 @@ class CompositionEvent(PrivacyEvent):
 
     def pld(self, discretization: float = DEFAULT_DISCRETIZATION) -> PLDPair:
         return self.event.pld(discretization).self_compose(self.count)
+
+
+# Relative float rounding allowed between a headline and the composition bound it was computed from.
+_BACKING_RTOL = 1e-12
+
+
+def composition_backs(
+    single: PrivacyGuarantee, count: int, headline: PrivacyGuarantee, pld: Callable[[], PLDPair] | None = None
+) -> bool:
+    """Whether ``count`` mechanisms, each ``single``-DP, are ``headline``-DP: basic, advanced or numerical composition.
+
+    Basic composition (``count * epsilon``, ``count * delta``) and advanced composition (at the
+    slack ``headline.delta - count * delta``) are checked in closed form; otherwise ``pld()`` (the
+    composed privacy-loss distributions) must meet the headline. An infinite headline is always
+    backed.
+    """
+    if not headline.is_finite:
+        return True
+    if not single.is_finite:
+        return False
+    scale = 1.0 + _BACKING_RTOL
+    if headline.epsilon * scale >= count * single.epsilon and headline.delta * scale >= count * single.delta:
+        return True
+    slack = headline.delta - count * single.delta
+    if slack > 0.0 and headline.epsilon * scale >= advanced_composition_epsilon(single.epsilon, count, slack):
+        return True
+    return pld is not None and pld().delta(headline.epsilon) <= headline.delta * (1.0 + 1e-9)
 
 
 def _advanced_budget(epsilon: float, delta: float, count: int) -> tuple[float, float, PrivacyGuarantee]:
@@ -297,6 +327,12 @@ class ClippedVectorSum(ShuffleProtocol):
         if not isinstance(self.headline, PrivacyGuarantee) or self.headline.neighbouring != self.coordinate.neighbouring:
             raise invalid("headline", owner, f"a PrivacyGuarantee under {self.coordinate.neighbouring.value!r}", self.headline)
         check_integer(self.seed, "seed", owner, low=0, high=2**63 - 1)
+        count = next_power_of_two(check_integer(self.dimension, "dimension", owner, low=1))
+        coordinate_pld = GuaranteeEvent(self.coordinate.guarantee).pld
+        if not composition_backs(self.coordinate.guarantee, count, self.headline, lambda: coordinate_pld().self_compose(count)):
+            raise invalid(
+                "headline", owner, f"backed by composing the coordinate's guarantee over {count} coordinates", self.headline
+            )
         check_choice(self.composition, "composition", owner, COMPOSITIONS)
 
     @classmethod

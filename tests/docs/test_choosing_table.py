@@ -57,7 +57,18 @@ def test_tiny_run_writes_every_protocol_and_valid_svg(script, tmp_path):
         assert f"| {spec.name} |" in page
     for stem in ("choosing_bitsums", "choosing_sums"):
         root = ElementTree.parse(tmp_path / "img" / f"{stem}.svg").getroot()
-        assert root.tag.endswith("svg") and len(root.findall("{http://www.w3.org/2000/svg}polyline")) >= 5
+        lines = [group for group in root.iter("{http://www.w3.org/2000/svg}g") if group.get("id", "").startswith("line2d_")]
+        assert root.tag.endswith("svg") and len(lines) >= 5  # matplotlib draws each series as a line2d group
+
+
+def test_without_matplotlib_the_table_is_written_and_the_plots_are_skipped(script, tmp_path, monkeypatch, capsys):
+    (tmp_path / "choosing.md").write_text(f"{script.BEGIN_MARKER}\n{script.END_MARKER}\n", encoding="utf-8")
+    monkeypatch.setattr(script, "pyplot_or_none", lambda: None)
+    arguments = ["--n-users", "600", "--epsilons", "2", "--plot-n", "600", "--plot-epsilons", "2"]
+    assert script.main([*arguments, "--trials", "3", "--docs", str(tmp_path)]) == 0
+    assert 'no plots: matplotlib is not installed: install it with pip install "privsum[plot]"' in capsys.readouterr().out
+    assert "| 3NB (shuffled) |" in (tmp_path / "choosing.md").read_text(encoding="utf-8")
+    assert not (tmp_path / "img" / "choosing_bitsums.svg").exists()
 
 
 def test_replace_generated_block_needs_the_markers(script):

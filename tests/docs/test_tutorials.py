@@ -52,6 +52,15 @@ def test_output_blocks_belong_to_the_python_block_before_them():
     assert doc_outputs.python_blocks(rewritten) == doc_outputs.python_blocks(page)
 
 
+def test_full_precision_floats_may_differ_in_their_last_digits_only():
+    assert doc_outputs.same_output("x 1.9713823724005672 y\n", "x 1.9713823724022372 y")
+    assert doc_outputs.same_output("[1.0000009049800237e-07]", "[1.0000009123804549e-07]")
+    assert not doc_outputs.same_output("x 1.9713823724005672", "x 1.9813823724005672")  # beyond 1e-6
+    assert not doc_outputs.same_output("(2.55466, 1e-05)", "(2.55467, 1e-05)")  # short numbers: exact
+    assert not doc_outputs.same_output("rmse 5.80", "rmse 5.8")
+    assert not doc_outputs.same_output("a 1.0000000001", "b 1.0000000001")
+
+
 @pytest.mark.parametrize("name", TUTORIALS)
 def test_every_family_has_a_tutorial(name):
     assert (DOCS / "tutorials" / f"{name}.md").is_file()

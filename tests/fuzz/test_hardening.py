@@ -226,3 +226,104 @@ def test_race_release_follows_the_same_seed_rule():
     with pytest.raises(InvalidParameterError, match="'rng' parameter of .* cannot be seeded"):
         sketch.release(1.0, rng=0)
     assert sketch.release(1.0, rng="secure").counts.shape == (4, 8)
+
+
+# --------------------------------------------------------------------------- every event class carries only a backed headline
+def test_profile_event_refuses_a_headline_its_profile_misses():
+    from privsum.accounting import ProfileEvent, randomized_response_profile
+
+    with pytest.raises(InvalidParameterError, match="'headline' parameter of ProfileEvent"):
+        ProfileEvent(randomized_response_profile(1.0), PrivacyGuarantee(0.5, 0.0))
+
+
+def test_gaussian_event_refuses_a_headline_its_sigma_misses():
+    from privsum.accounting import GaussianEvent
+
+    with pytest.raises(InvalidParameterError, match="'headline' parameter of GaussianEvent"):
+        GaussianEvent(1.0, 1.0, PrivacyGuarantee(0.1, 1e-9))
+
+
+def test_skellam_event_computes_its_headline_from_its_parameters():
+    from privsum.accounting import SkellamEvent
+
+    event = SkellamEvent(mu=50.0, l2_sensitivity=2.0, l1_sensitivity=4.0, headline_delta=1e-6)
+    assert event.guarantee.delta == 1e-6 and event.delta(event.guarantee.epsilon) <= 1e-6
+
+
+def test_derived_events_report_only_the_composition_of_their_parts():
+    from privsum.accounting import ComposedEvent, GuaranteeEvent, ParallelEvent, RelationEvent
+
+    inner = GuaranteeEvent(PrivacyGuarantee(0.5, 1e-8))
+    assert ComposedEvent(inner, 4).guarantee == PrivacyGuarantee(2.0, 4e-8)
+    assert ParallelEvent((inner, inner), parts_per_user=2).guarantee == PrivacyGuarantee(1.0, 2e-8)
+    assert RelationEvent(inner, "zero-out").guarantee == PrivacyGuarantee(0.5, 1e-8, "zero-out")
+
+
+def test_composition_event_refuses_a_headline_no_composition_backs():
+    from privsum.accounting import GuaranteeEvent
+    from privsum.sums.clipped_vector import CompositionEvent, per_mechanism_budget
+
+    single = GuaranteeEvent(PrivacyGuarantee(0.1, 1e-9))
+    with pytest.raises(InvalidParameterError, match="'headline' parameter of CompositionEvent"):
+        CompositionEvent(single, 400, PrivacyGuarantee(1.0, 1e-6))  # basic: 40; advanced at slack 6e-7: about 10
+    for composition in ("advanced", "tight"):
+        epsilon0, delta0, headline = per_mechanism_budget(1.0, 1e-6, 16, composition)
+        assert CompositionEvent(GuaranteeEvent(PrivacyGuarantee(epsilon0, delta0)), 16, headline).guarantee == headline
+
+
+def test_clipped_vector_sum_refuses_a_forged_headline():
+    import dataclasses
+
+    from privsum.sums import ClippedVectorSum
+
+    honest = ClippedVectorSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=N_USERS, dimension=2, radius=1.0, levels=16)
+    forged = PrivacyGuarantee(0.01, 1e-6, honest.headline.neighbouring)
+    with pytest.raises(InvalidParameterError, match="'headline' parameter of ClippedVectorSum"):
+        dataclasses.replace(honest, headline=forged)
+
+
+def test_a_kde_function_carries_a_guarantee_only_from_a_release_or_a_load():
+    """A released type must not report a guarantee its making does not back."""
+    import dataclasses
+
+    from privsum.bitsum import RRBitSum as Protocol
+    from privsum.kde import KDEFunction, ShuffledKDE
+    from privsum.lsq import RandomFourierFeatures
+
+    family = RandomFourierFeatures(dimension=2, n_repetitions=4, seed=0)
+    with pytest.raises(InvalidParameterError, match="'guarantee' parameter of KDEFunction"):
+        KDEFunction(family, np.zeros((4, 1)), n_users=N_USERS, guarantee=PrivacyGuarantee(1.0, 1e-6))
+    protocol = ShuffledKDE.from_privacy(family=family, protocol=Protocol, epsilon=4.0, delta=1e-6, n_users=N_USERS)
+    released = protocol.run(np.zeros((N_USERS, 2)), rng=0)
+    assert released.guarantee is not None and released.guarantee.epsilon <= 4.0
+    assert KDEFunction.from_bytes(released.to_bytes()).guarantee == released.guarantee
+    with pytest.raises(InvalidParameterError, match="'guarantee' parameter of KDEFunction"):
+        dataclasses.replace(released, coefficients=released.coefficients + 1.0)  # other coefficients, same claim
+
+
+@pytest.mark.parametrize(
+    ("make", "name"),
+    [
+        (
+            lambda: __import__("privsum.sums", fromlist=["x"]).CentralClippedSum(epsilon=1.0, clipping_bound=2**62),
+            "clipping_bound",
+        ),
+        (
+            lambda: __import__("privsum.sums", fromlist=["x"]).CentralClippedSum(epsilon=1e-300, clipping_bound=4),
+            "clipping_bound",
+        ),
+        (lambda: __import__("privsum.sums", fromlist=["x"]).PrivateCentralClippedSum(epsilon=1e-12, domain=2**62), "domain"),
+    ],
+)
+def test_central_clipped_sums_refuse_a_noise_ratio_that_rounds_to_one_naming_their_parameter(make, name):
+    with pytest.raises(InvalidParameterError, match=f"'{name}' parameter of (Private)?CentralClippedSum") as caught:
+        make()
+    assert "sample_discrete_laplace" not in str(caught.value)
+
+
+@pytest.mark.parametrize("epsilon", [710.0, 1e300])
+def test_numerical_accounting_refuses_a_guarantee_whose_pld_would_overflow(epsilon):
+    from privsum.accounting import GuaranteeEvent
+
+    with pytest.raises(InvalidParameterError, match="'headline' parameter of GuaranteeEvent .* numerical"):
+        GuaranteeEvent(PrivacyGuarantee(epsilon, 1e-6)).epsilon(1e-6)

@@ -116,3 +116,66 @@ def test_regression_fit_and_event():
         RACELinearRegression(n_bits=1, epsilon=1.0).fit(features, targets)
     with pytest.raises(InvalidParameterError, match="'y'"):
         RACELinearRegression(epsilon=1.0, noise_source="numpy").fit(features, targets[:10])
+
+
+def diabetes_bmi():
+    datasets = pytest.importorskip("sklearn.datasets")
+    data = datasets.load_diabetes()
+    features, targets = data.data[:, [2]], data.target
+    return features / np.abs(features).max(), targets / np.abs(targets).max()  # max-abs scaled: rows of norm <= sqrt(3)
+
+
+def test_asymmetric_surrogate_is_minimised_at_least_squares():
+    """The exact surrogate (no sketch, no noise) against numpy's least squares on the diabetes BMI data."""
+    from scipy import optimize
+
+    features, targets = diabetes_bmi()
+    design = np.column_stack([features, np.ones(len(targets))])
+    least_squares = np.linalg.lstsq(design, targets, rcond=None)[0]
+    bits, data_bound, coef_bound = 4, math.sqrt(3.0), 2.0
+    scale = data_bound * math.sqrt(coef_bound**2 + 1)
+
+    def exact(theta, transform):
+        residuals = design @ theta - targets
+        if transform == "asymmetric":  # cos(angle) = r / (M B), from the transform's definition
+            cosines = residuals / scale
+        else:  # hashing (x, 1, y) and (theta, -1) as they are
+            cosines = residuals / (
+                np.linalg.norm(np.column_stack([design, targets]), axis=1) * np.linalg.norm(np.append(theta, -1))
+            )
+        angles = np.arccos(np.clip(cosines, -1, 1)) / np.pi
+        return float(np.sum((1 - angles) ** bits + angles**bits))
+
+    model = RACELinearRegression(epsilon=None, n_rows=2, n_bits=bits, coef_bound=coef_bound).fit(features, targets)
+    family = model.sketch_.family
+    from privsum.sketches.applications import _embed_data
+
+    embedded = _embed_data(np.column_stack([design, targets]), data_bound, np.random.default_rng([0, 1]), "test")
+    for theta in (least_squares, np.array([1.2, -0.3])):
+        query = model._queries(theta[np.newaxis, :])
+        library = float(family.kernel(embedded, query).sum() + family.kernel(embedded, -query).sum())
+        assert library == pytest.approx(exact(theta, "asymmetric"), rel=1e-9)
+    options = {"xatol": 1e-7, "fatol": 1e-12}
+    minimiser = optimize.minimize(exact, np.zeros(2), args=("asymmetric",), method="Nelder-Mead", options=options).x
+    assert np.allclose(minimiser, least_squares, rtol=2e-3)
+    plain = optimize.minimize(exact, np.zeros(2), args=("none",), method="Nelder-Mead", options=options).x
+    assert abs(plain[0] - least_squares[0]) > 0.25 * least_squares[0]  # untransformed: 0.65 against 0.47
+
+
+@pytest.mark.slow
+def test_non_private_sketch_slope_on_diabetes_is_near_least_squares():
+    features, targets = diabetes_bmi()
+    least_squares = np.linalg.lstsq(np.column_stack([features, np.ones(len(targets))]), targets, rcond=None)[0]
+    model = RACELinearRegression(epsilon=None, n_rows=2000, seed=0).fit(features, targets)
+    assert math.isinf(model.event_.guarantee.epsilon)  # the non-private reference says so
+    assert abs(model.coef_[0] - least_squares[0]) <= 0.25 * least_squares[0]
+
+
+def test_regression_bounds_are_validated():
+    features, targets = regression_data(100)
+    with pytest.raises(InvalidParameterError, match="'X'"):
+        RACELinearRegression(epsilon=None, data_bound=0.5).fit(features, targets)
+    with pytest.raises(InvalidParameterError, match="'transform'"):
+        RACELinearRegression(epsilon=None, transform="alsh").fit(features, targets)
+    with pytest.raises(InvalidParameterError, match="'coef_bound'"):
+        RACELinearRegression(epsilon=None, coef_bound=0.0).fit(features, targets)

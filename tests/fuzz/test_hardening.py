@@ -319,3 +319,11 @@ def test_central_clipped_sums_refuse_a_noise_ratio_that_rounds_to_one_naming_the
     with pytest.raises(InvalidParameterError, match=f"'{name}' parameter of (Private)?CentralClippedSum") as caught:
         make()
     assert "sample_discrete_laplace" not in str(caught.value)
+
+
+@pytest.mark.parametrize("epsilon", [710.0, 1e300])
+def test_numerical_accounting_refuses_a_guarantee_whose_pld_would_overflow(epsilon):
+    from privsum.accounting import GuaranteeEvent
+
+    with pytest.raises(InvalidParameterError, match="'headline' parameter of GuaranteeEvent .* numerical"):
+        GuaranteeEvent(PrivacyGuarantee(epsilon, 1e-6)).epsilon(1e-6)

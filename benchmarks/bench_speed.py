@@ -16,6 +16,10 @@ the spread (min, max) of the repeats, and the ratio the target is about:
   and ``"exact"``) against the in-process limit: the ``40,000 x 768 x 768`` float64 matmul plus two
   uniform draws per user x instance, measured in the same process at the same chunking.
 * ``cache``: ``ShuffledKDE.from_privacy`` (3NB, ``I = 768``) first call against the cached call.
+* ``clipped``: ``ClippedVectorSum.event_for_participants`` (10,000 users, ``d = 64``, 9,000 taking
+  part); and one divisible-Laplace epsilon by the former pmf sums against the closed form.
+* ``opendp``: the central Laplace bit sum's OpenDP release per counter, and the share of it spent
+  converting the counts to a Python list (``tolist``).
 
 The machine this runs on may be shared with other work: the load average is printed, and the
 ratios (numerator and denominator measured in the same run) are what to compare.
@@ -35,7 +39,7 @@ from collections.abc import Callable
 import numpy as np
 from bench_scale_common import report
 
-TARGETS = ("import", "accountant", "amplification", "kde", "cache")
+TARGETS = ("import", "accountant", "amplification", "kde", "cache", "clipped", "opendp")
 
 
 def timings(operation: Callable[[], object], repeats: int) -> list[float]:
@@ -196,6 +200,54 @@ def bench_cache(repeats: int) -> None:
     )
 
 
+def bench_clipped(repeats: int) -> None:
+    from privsum.accounting.cache import clear_calibration_cache
+    from privsum.shuffle.noise import negative_binomial_pmf, negative_binomial_truncated
+    from privsum.sums import ClippedVectorSum
+    from privsum.sums.multi_message import divisible_laplace_epsilon
+
+    protocol = ClippedVectorSum.from_privacy(epsilon=4.0, delta=1e-6, n_users=10_000, dimension=64, radius=1.0)
+
+    def uncached() -> object:
+        clear_calibration_cache()
+        return protocol.event_for_participants(9000)
+
+    values = timings(uncached, repeats)
+    emit("ClippedVectorSum.event_for_participants(9000), n=10,000, d=64", **summary(values), before="73-129 s (issue report)")
+    arguments = (0.95, 1 - 1e-5, 1000)
+
+    def pmf_sums() -> float:
+        head, _ = negative_binomial_truncated(arguments[0], arguments[1], 1e-30)
+        pmf = negative_binomial_pmf(np.arange(head.size + arguments[2]), arguments[0], arguments[1])
+        at_zero = float(np.dot(pmf[: head.size], pmf[: head.size]))
+        return math.log(at_zero / float(np.dot(pmf[arguments[2] : arguments[2] + head.size], pmf[: head.size])))
+
+    old, new = timings(pmf_sums, repeats), timings(lambda: divisible_laplace_epsilon(*arguments), repeats)
+    emit(
+        f"divisible-Laplace epsilon {arguments}: pmf sums / closed form",
+        pmf_sums=summary(old),
+        closed_form=summary(new),
+        speedup=round(statistics.median(old) / statistics.median(new), 1),
+    )
+
+
+def bench_opendp(repeats: int) -> None:
+    from privsum.bitsum import CentralLaplaceBitSum
+
+    counters = 100_000
+    protocol = CentralLaplaceBitSum.from_privacy(epsilon=1.0, n_users=1000)
+    sums = np.random.default_rng(0).integers(0, 1000, counters)
+    release = timings(lambda: protocol.noise(sums, np.random.default_rng()), 1)
+    conversion = timings(lambda: sums.astype(int).tolist(), repeats)
+    emit(
+        f"central Laplace OpenDP release, {counters} counters",
+        release=summary(release),
+        per_counter_us=round(statistics.median(release) / counters * 1e6, 3),
+        tolist=summary(conversion),
+        tolist_share=round(statistics.median(conversion) / max(statistics.median(release), 1e-12), 4),
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
@@ -207,6 +259,8 @@ def main() -> None:
         "amplification": bench_amplification,
         "kde": bench_kde,
         "cache": bench_cache,
+        "clipped": bench_clipped,
+        "opendp": bench_opendp,
     }
     for name in arguments.only:
         benches[name](arguments.repeats)

@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from privsum.apps import ShuffledKDEClassifier
-from privsum.demo import Result, _write_csv, _write_svg
+from privsum.demo import Result, _write_csv, _write_figure
 from privsum.lsq import FastJLT
 
 DEFAULT_PATH = "/usr/share/datasets/fashion-mnist"
@@ -175,8 +175,9 @@ def main(
         destination = Path(output)
         destination.mkdir(parents=True, exist_ok=True)
         _write_csv(results, destination / "accuracy_vs_epsilon.csv")
-        _write_svg(results, destination / "accuracy_vs_epsilon.svg")
-        print(f"saved: {destination / 'accuracy_vs_epsilon.csv'} and .svg")
+        drawn = _write_figure(results, destination / "accuracy_vs_epsilon.svg")
+        figure_note = " and .svg" if drawn else " (no figure: matplotlib is not installed)"
+        print(f"saved: {destination / 'accuracy_vs_epsilon.csv'}{figure_note}")
     print(f"elapsed: {time.perf_counter() - start:.1f} s")
     return results
 

@@ -34,7 +34,7 @@ import numpy as np
 
 from privsum.apps import ShuffledKDEClassifier, decode_class
 from privsum.datasets import load_vocabulary, load_wordnet_glosses
-from privsum.demo import Result, _write_csv, _write_svg
+from privsum.demo import Result, _write_csv, _write_figure
 
 DEFAULT_PROTOCOLS = ("rr", "3nb")
 DEFAULT_EPSILONS = (1.0, 3.0, 8.0)
@@ -147,8 +147,9 @@ def main(
         folder = Path(output)
         folder.mkdir(parents=True, exist_ok=True)
         _write_csv(results, folder / "accuracy_vs_epsilon.csv")
-        _write_svg(results, folder / "accuracy_vs_epsilon.svg")
-        print(f"saved: {folder / 'accuracy_vs_epsilon.csv'} and .svg")
+        drawn = _write_figure(results, folder / "accuracy_vs_epsilon.svg")
+        figure_note = " and .svg" if drawn else " (no figure: matplotlib is not installed)"
+        print(f"saved: {folder / 'accuracy_vs_epsilon.csv'}{figure_note}")
     print(f"elapsed: {time.perf_counter() - start:.1f} s")
     return results
 

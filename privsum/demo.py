@@ -126,6 +126,8 @@ def run_demo(
         model.fit(X, y)
         private = math.isfinite(configuration.epsilon)
         guarantee = str(model.guarantees_["communication"]) if private else "none (non-private)"
+        if private and configuration.labels == "clear":
+            guarantee += f"; KDE part alone {model.kde_guarantee_}"
         results.append(
             Result(
                 configuration.name,

@@ -34,7 +34,7 @@ CORRUPTIONS = settings(max_examples=60, deadline=None, derandomize=True, suppres
 def kde_function() -> KDEFunction:
     family = RandomFourierFeatures(dimension=3, n_repetitions=5, bandwidth=0.7, seed=4)
     coefficients = np.random.default_rng(0).normal(size=(5, 1))
-    return KDEFunction(family, coefficients, n_users=40, guarantee=PrivacyGuarantee(1.5, 1e-6, "add-remove"))
+    return KDEFunction._released(family, coefficients, 40, PrivacyGuarantee(1.5, 1e-6, "add-remove"))
 
 
 def raw_race() -> RACE:

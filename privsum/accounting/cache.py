@@ -43,6 +43,9 @@ class CacheInfo(NamedTuple):
 
 
 def _typed(value: Any) -> tuple[type, Any]:
+    """``value`` with its type, recursively inside tuples (so ``(True,)`` and ``(1,)`` differ too)."""
+    if isinstance(value, tuple):
+        return (type(value), tuple(_typed(item) for item in value))
     return (type(value), value)
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from privsum._validation import check_delta, check_integer, check_real, invalid
+from privsum._validation import check_delta, check_integer, check_real, invalid, refusals_as
 from privsum.accounting.composition import parallel_composition, repeated_composition
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
 from privsum.accounting.pld import DEFAULT_DISCRETIZATION, PLDPair, pld_library
@@ -68,7 +68,8 @@ class GuaranteeEvent(PrivacyEvent):
         return self.headline
 
     def pld(self, discretization: float = DEFAULT_DISCRETIZATION) -> PLDPair:
-        return PLDPair.from_guarantee(self.headline, discretization=discretization)
+        with refusals_as("GuaranteeEvent", {"guarantee": "headline"}):
+            return PLDPair.from_guarantee(self.headline, discretization=discretization)
 
 
 @dataclass(frozen=True)

@@ -94,7 +94,10 @@ class PLDPair:
             raise invalid("guarantee", "PLDPair.from_guarantee", "a guarantee with finite epsilon", guarantee)
         if not guarantee.epsilon <= _MAX_PLD_EPSILON:  # its PLD needs e^epsilon, which overflows near 710
             raise invalid(
-                "guarantee", "PLDPair.from_guarantee", f"a guarantee with epsilon at most {_MAX_PLD_EPSILON:g}", guarantee
+                "guarantee",
+                "PLDPair.from_guarantee",
+                f"a guarantee with epsilon at most {_MAX_PLD_EPSILON:g} for numerical (PLD) accounting",
+                guarantee,
             )
         from dp_accounting.pld.common import DifferentialPrivacyParameters
 

@@ -58,7 +58,9 @@ class ConfidenceInterval:
         if np.ndim(self.low) == 0:
             ends = f"[{self.low:.6g}, {self.high:.6g}]"
         else:
-            ends = f"low {np.array2string(np.asarray(self.low))}, high {np.array2string(np.asarray(self.high))}"
+            formatter = {"float_kind": lambda value: f"{value:.6g}"}
+            low, high = (np.array2string(np.asarray(end), formatter=formatter, separator=", ") for end in (self.low, self.high))
+            ends = f"low {low}, high {high}"
         return f"{ends} ({100 * self.level:.4g}% confidence, {self.method})"
 
 

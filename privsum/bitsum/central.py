@@ -84,10 +84,10 @@ class _Curated(BitSumProtocol):
         self._check_rng(rng)
         return super().run(x, rng=rng, path=path)
 
-    def run_streamed(self, chunks: Any, *, rng: RNGLike = None, path: str = "fast") -> Any:
+    def run_streamed(self, chunks: Any, *, rng: RNGLike = None, path: str = "fast", progress: bool = False) -> Any:
         """`~privsum.shuffle.ShuffleProtocol.run_streamed`; with ``noise_source="opendp"`` a seed is refused."""
         self._check_rng(rng)
-        return super().run_streamed(chunks, rng=rng, path=path)
+        return super().run_streamed(chunks, rng=rng, path=path, progress=progress)
 
     def _check_rng(self, rng: RNGLike) -> None:
         """With ``noise_source="opendp"`` a seed cannot make the noise reproducible: refused, never ignored."""

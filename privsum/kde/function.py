@@ -35,7 +35,10 @@ class KDEFunction:
         coefficients: the published ``F_ij = (2 B_ij - n) R``, shape ``(I, Q)``.
         n_users: ``n``, the number of users whose data the estimate covers.
         guarantee: the overall guarantee of the release (communication threat), or ``None`` for
-            a non-private estimate.
+            a non-private estimate. Only a protocol's run (`privsum.kde.ShuffledKDE.run` and the
+            other KDE protocols) or `from_bytes` attach a guarantee: constructing a KDEFunction
+            directly gives ``guarantee=None``, so no estimate carries a claim its making does not
+            back. A loaded guarantee is as trustworthy as the file: sign files that travel.
 
     Privacy:
         Querying is post-processing of the published coefficients: any number of queries costs
@@ -58,14 +61,28 @@ class KDEFunction:
         owner = "KDEFunction"
         if not isinstance(self.family, LSQFamily):
             raise invalid("family", owner, "an LSQFamily", type(self.family).__name__)
-        if not (self.guarantee is None or isinstance(self.guarantee, PrivacyGuarantee)):
-            raise invalid("guarantee", owner, "a PrivacyGuarantee or None", self.guarantee)
+        if self.guarantee is not None:  # a guarantee is never attached to arbitrary coefficients
+            raise invalid(
+                "guarantee",
+                owner,
+                "None (a private KDEFunction comes only from a protocol's run or from_bytes, which attach the guarantee)",
+                self.guarantee,
+            )
         coefficients = check_array(self.coefficients, "coefficients", owner).astype(float)
         expected = (self.family.n_repetitions, self.family.n_coordinates)
         if coefficients.shape != expected:
             raise invalid("coefficients", owner, f"an array of shape {expected}", f"shape {coefficients.shape}")
         object.__setattr__(self, "coefficients", coefficients)
         object.__setattr__(self, "n_users", check_integer(self.n_users, "n_users", owner, low=1))
+
+    @classmethod
+    def _released(cls, family: LSQFamily, coefficients: Any, n_users: int, guarantee: PrivacyGuarantee | None) -> KDEFunction:
+        """Internal: a protocol's release (or a checked load) with the guarantee its protocol computed."""
+        released = cls(family, coefficients, n_users)
+        if not (guarantee is None or isinstance(guarantee, PrivacyGuarantee)):
+            raise invalid("guarantee", "KDEFunction", "a PrivacyGuarantee or None", guarantee)
+        object.__setattr__(released, "guarantee", guarantee)
+        return released
 
     def __call__(self, queries: Any, *, chunk_size: int | None = None, debias: bool = False) -> np.ndarray:
         """The estimated density at each query point, shape ``(m,)``.
@@ -134,7 +151,7 @@ class KDEFunction:
         Examples:
             >>> from privsum.lsq import RandomFourierFeatures
             >>> family = RandomFourierFeatures(dimension=2, n_repetitions=3, seed=1)
-            >>> released = KDEFunction(family, np.ones((3, 1)), n_users=10, guarantee=PrivacyGuarantee(1.0, 1e-6))
+            >>> released = KDEFunction._released(family, np.ones((3, 1)), 10, PrivacyGuarantee(1.0, 1e-6))
             >>> KDEFunction.from_bytes(released.to_bytes()) == released
             True
             >>> secret = b"a secret of 16+ bytes"
@@ -174,7 +191,7 @@ class KDEFunction:
         guarantee = _guarantee_from_spec(header.get("guarantee"), owner)
         family = _family_from_spec(spec, max_public_draws, coefficients.shape)
         try:
-            return cls(family, coefficients, n_users, guarantee)
+            return cls._released(family, coefficients, n_users, guarantee)
         except InvalidParameterError as error:
             raise invalid("data", owner, "a consistent KDEFunction", str(error)) from None
 

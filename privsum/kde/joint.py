@@ -195,7 +195,8 @@ class JointClassKDE:
         guarantee = self.guarantee_for_participants(points.shape[0])
         shape = (self.family.n_repetitions, self.family.n_coordinates)
         densities = [
-            KDEFunction(self.family, total[c, :-1].reshape(shape), int(sizes[c]), guarantee) for c in range(self.n_classes)
+            KDEFunction._released(self.family, total[c, :-1].reshape(shape), int(sizes[c]), guarantee)
+            for c in range(self.n_classes)
         ]
         return densities, sizes
 

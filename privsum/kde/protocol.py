@@ -346,7 +346,7 @@ class ShuffledKDE(ShuffleProtocol):
         bit_sums = np.asarray(self.bitsum.analyze(histogram), dtype=float)
         coefficients = (2.0 * bit_sums - n) * self.family.bound
         shape = (self.family.n_repetitions, self.family.n_coordinates)
-        return KDEFunction(self.family, coefficients.reshape(shape), n, self.guarantee_for_participants(n))
+        return KDEFunction._released(self.family, coefficients.reshape(shape), n, self.guarantee_for_participants(n))
 
     def analyze_participants(self, view: MessageHistogram, n_participants: int) -> KDEFunction:
         """`analyze` with the number of users who took part."""

@@ -221,4 +221,4 @@ class VectorSumKDE:
         total = np.asarray(self.vector_sum.run(features, rng=as_generator(rng, "VectorSumKDE")), dtype=float)
         n = features.shape[0]
         shape = (self.family.n_repetitions, self.family.n_coordinates)
-        return KDEFunction(self.family, total.reshape(shape), n, self.guarantee_for_participants(n))
+        return KDEFunction._released(self.family, total.reshape(shape), n, self.guarantee_for_participants(n))

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import abc
 import math
+import sys
 from typing import Any, ClassVar
 
 import numpy as np
+from tqdm import tqdm
 
 from privsum._random import RNGLike, as_generator
 from privsum._validation import check_choice, check_integer, invalid
@@ -169,12 +171,18 @@ class ShuffleProtocol(abc.ABC):
         self.check_participants(partial.n_users)
         return partial.histogram
 
-    def stream_partial(self, chunks: Any, *, rng: RNGLike = None, path: str = "fast") -> PartialView:
-        """The summed `partial_view` of every chunk in ``chunks`` (an iterable of arrays or a Dask array)."""
+    def stream_partial(self, chunks: Any, *, rng: RNGLike = None, path: str = "fast", progress: bool = False) -> PartialView:
+        """The summed `partial_view` of every chunk in ``chunks`` (an iterable of arrays or a Dask array).
+
+        ``progress=True`` shows a progress bar over the chunks (tqdm, on standard error).
+        """
         owner = type(self).__name__
         path = check_choice(path, "path", owner, EXECUTION_PATHS)
         generator = as_generator(rng, owner)
         parts = iter_user_chunks(chunks if is_chunk_stream(chunks) else _as_stream(chunks, owner), owner)
+        if not isinstance(progress, (bool, np.bool_)):
+            raise invalid("progress", owner, "True or False", progress)
+        parts = tqdm(parts, desc=owner, unit="chunk", file=sys.stderr, disable=not progress, leave=False)
         if not self.streams_chunks:  # concatenate: correct, not memory-bounded
             users = np.concatenate([np.asarray(part) for part in parts])
             if path == "faithful":
@@ -188,7 +196,9 @@ class ShuffleProtocol(abc.ABC):
             total = partial if total is None else total + partial
         return total  # type: ignore[return-value]  # iter_user_chunks yields at least one chunk
 
-    def sample_view_streamed(self, chunks: Any, *, rng: RNGLike = None, path: str = "fast") -> MessageHistogram:
+    def sample_view_streamed(
+        self, chunks: Any, *, rng: RNGLike = None, path: str = "fast", progress: bool = False
+    ) -> MessageHistogram:
         """The analyzer's histogram of users given in chunks, memory bounded by one chunk.
 
         The result has the same distribution as `sample_view` on all users at once (the
@@ -198,22 +208,25 @@ class ShuffleProtocol(abc.ABC):
             chunks: an iterable of arrays (each with the first axis over users) or a Dask array.
             rng: randomness for every chunk, drawn in order.
             path: ``"fast"`` or ``"faithful"`` for each chunk.
+            progress: show a progress bar over the chunks (tqdm, on standard error).
         """
         generator = as_generator(rng, type(self).__name__)
+        partial = self.stream_partial(chunks, rng=generator, path=path, progress=progress)
         if not self.streams_chunks:
-            return self.stream_partial(chunks, rng=generator, path=path).histogram
-        return self.complete_view(self.stream_partial(chunks, rng=generator, path=path), rng=generator)
+            return partial.histogram
+        return self.complete_view(partial, rng=generator)
 
-    def run_streamed(self, chunks: Any, *, rng: RNGLike = None, path: str = "fast") -> Any:
+    def run_streamed(self, chunks: Any, *, rng: RNGLike = None, path: str = "fast", progress: bool = False) -> Any:
         """`run` over users given in chunks: per-chunk histograms reduced by addition, then analyzed once.
 
         Args:
             chunks: an iterable of arrays (each with the first axis over users) or a Dask array.
             rng: randomness for every chunk, drawn in order.
             path: ``"fast"`` or ``"faithful"`` for each chunk.
+            progress: show a progress bar over the chunks (tqdm, on standard error).
         """
         generator = as_generator(rng, type(self).__name__)
-        partial = self.stream_partial(chunks, rng=generator, path=path)
+        partial = self.stream_partial(chunks, rng=generator, path=path, progress=progress)
         view = self.complete_view(partial, rng=generator) if self.streams_chunks else partial.histogram
         return self.analyze_participants(view, partial.n_users)
 

@@ -104,6 +104,13 @@ def sub_domain_index(values: Any) -> np.ndarray:
     return np.where(array <= 1, 0, exponent).astype(np.int64)
 
 
+def _check_noise_ratio(epsilon: float, bound: int, name: str, owner: str) -> None:
+    """Refuse a discrete Laplace ratio ``exp(-epsilon / bound)`` that rounds to 1 (no noise distribution exists)."""
+    if not math.exp(-epsilon / bound) < 1.0:
+        constraint = f"small enough that exp(-epsilon / {name}) < 1 in double precision (epsilon={epsilon:g})"
+        raise invalid(name, owner, constraint, bound)
+
+
 def upper_tail_threshold(ratio: float, probability: float) -> int:
     """Least integer ``t >= 1`` with ``P(DLap(ratio) >= t) = ratio^t / (1 + ratio) <= probability``.
 
@@ -850,9 +857,10 @@ class CentralClippedSum:
                 self, "noise_source", renamed("sampler", self.sampler, "noise_source", self.noise_source, "opendp", owner)
             )
             object.__setattr__(self, "sampler", None)
-        check_epsilon(self.epsilon, owner)
+        epsilon = check_epsilon(self.epsilon, owner)
         if self.clipping_bound is not None:
-            check_integer(self.clipping_bound, "clipping_bound", owner, low=1)
+            bound = check_integer(self.clipping_bound, "clipping_bound", owner, low=1)
+            _check_noise_ratio(epsilon, bound, "clipping_bound", owner)
         check_choice(self.noise_source, "noise_source", owner, CENTRAL_SAMPLERS)
 
     @property
@@ -958,6 +966,7 @@ class PrivateCentralClippedSum:
             raise invalid("domain", owner, "a power of two", domain)
         check_probability(self.failure_probability, "failure_probability", owner, allow_zero=False)
         check_real(self.selection_fraction, "selection_fraction", owner, low=0.0, high=1.0, low_open=True, high_open=True)
+        _check_noise_ratio(self.release_epsilon, domain, "domain", owner)  # the largest threshold is the domain
 
     @property
     def selection_epsilon(self) -> float:

@@ -87,9 +87,12 @@ def test_types_are_part_of_the_key_and_unhashable_arguments_bypass_the_cache():
 
     results = [cached_calibration(record, v) for v in (1, 1.0, True, 1, 1.0)]
     assert len(calls) == 3 and results[3] is results[0] and results[4] is results[1]
-    cached_calibration(record, 1, extra=[1])
-    cached_calibration(record, 1, extra=[1])
+    cached_calibration(record, (("option", True),))
+    cached_calibration(record, (("option", 1),))
     assert len(calls) == 5
+    cached_calibration(record, 1, extra=[1])
+    cached_calibration(record, 1, extra=[1])
+    assert len(calls) == 7
 
 
 def test_errors_are_not_cached():

@@ -80,7 +80,7 @@ def test_wordnet_full_runs_on_a_tiny_stand_in(tmp_path, capsys):
         assert line in printed
     assert "machine:" in printed and "msgs/user" in printed
     assert (tmp_path / "accuracy_vs_epsilon.csv").read_text().count("\n") == 1 + len(results)
-    assert (tmp_path / "accuracy_vs_epsilon.svg").read_text().startswith("<svg")
+    assert "<svg" in (tmp_path / "accuracy_vs_epsilon.svg").read_text()
 
 
 @pytest.mark.parametrize("path", [None, "missing-folder"])

@@ -280,3 +280,64 @@ def test_clipped_vector_sum_refuses_a_forged_headline():
     forged = PrivacyGuarantee(0.01, 1e-6, honest.headline.neighbouring)
     with pytest.raises(InvalidParameterError, match="'headline' parameter of ClippedVectorSum"):
         dataclasses.replace(honest, headline=forged)
+
+
+def test_a_kde_function_carries_a_guarantee_only_from_a_release_or_a_load():
+    """A released type must not report a guarantee its making does not back."""
+    import dataclasses
+
+    from privsum.bitsum import RRBitSum as Protocol
+    from privsum.kde import KDEFunction, ShuffledKDE
+    from privsum.lsq import RandomFourierFeatures
+
+    family = RandomFourierFeatures(dimension=2, n_repetitions=4, seed=0)
+    with pytest.raises(InvalidParameterError, match="'guarantee' parameter of KDEFunction"):
+        KDEFunction(family, np.zeros((4, 1)), n_users=N_USERS, guarantee=PrivacyGuarantee(1.0, 1e-6))
+    protocol = ShuffledKDE.from_privacy(family=family, protocol=Protocol, epsilon=4.0, delta=1e-6, n_users=N_USERS)
+    released = protocol.run(np.zeros((N_USERS, 2)), rng=0)
+    assert released.guarantee is not None and released.guarantee.epsilon <= 4.0
+    assert KDEFunction.from_bytes(released.to_bytes()).guarantee == released.guarantee
+    with pytest.raises(InvalidParameterError, match="'guarantee' parameter of KDEFunction"):
+        dataclasses.replace(released, coefficients=released.coefficients + 1.0)  # other coefficients, same claim
+
+
+@pytest.mark.parametrize(
+    ("make", "name"),
+    [
+        (
+            lambda: __import__("privsum.sums", fromlist=["x"]).CentralClippedSum(epsilon=1.0, clipping_bound=2**62),
+            "clipping_bound",
+        ),
+        (
+            lambda: __import__("privsum.sums", fromlist=["x"]).CentralClippedSum(epsilon=1e-300, clipping_bound=4),
+            "clipping_bound",
+        ),
+        (lambda: __import__("privsum.sums", fromlist=["x"]).PrivateCentralClippedSum(epsilon=1e-12, domain=2**62), "domain"),
+    ],
+)
+def test_central_clipped_sums_refuse_a_noise_ratio_that_rounds_to_one_naming_their_parameter(make, name):
+    with pytest.raises(InvalidParameterError, match=f"'{name}' parameter of (Private)?CentralClippedSum") as caught:
+        make()
+    assert "sample_discrete_laplace" not in str(caught.value)
+
+
+@pytest.mark.parametrize("epsilon", [710.0, 1e300])
+def test_numerical_accounting_refuses_a_guarantee_whose_pld_would_overflow(epsilon):
+    from privsum.accounting import GuaranteeEvent
+
+    with pytest.raises(InvalidParameterError, match="'headline' parameter of GuaranteeEvent .* numerical"):
+        GuaranteeEvent(PrivacyGuarantee(epsilon, 1e-6)).epsilon(1e-6)
+
+
+def test_sparse_vector_aggregation_refuses_a_forged_headline():
+    import dataclasses
+
+    from privsum.sums import SparseVectorAggregation
+
+    for calibration in ("analytic", "tight"):
+        honest = SparseVectorAggregation.from_privacy(
+            epsilon=1.0, delta=1e-6, n_users=N_USERS, dimension=4, calibration=calibration
+        )
+        assert dataclasses.replace(honest).headline == honest.headline  # the calibrated headline is backed
+        with pytest.raises(InvalidParameterError, match="'headline' parameter of SparseVectorAggregation"):
+            dataclasses.replace(honest, headline=PrivacyGuarantee(0.1, 1e-6))

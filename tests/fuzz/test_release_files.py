@@ -29,7 +29,7 @@ KEY = b"0123456789abcdef-secret"
 
 def kde_function() -> KDEFunction:
     family = RandomFourierFeatures(dimension=3, n_repetitions=5, bandwidth=0.7, seed=4)
-    return KDEFunction(family, np.ones((5, 1)), n_users=40, guarantee=PrivacyGuarantee(1.0, 1e-6))
+    return KDEFunction._released(family, np.ones((5, 1)), 40, PrivacyGuarantee(1.0, 1e-6))
 
 
 def raw_race() -> RACE:

@@ -20,7 +20,7 @@ DEFAULT_GUARANTEE = PrivacyGuarantee(1.5, 1e-6)
 def released(family=None, guarantee=DEFAULT_GUARANTEE) -> KDEFunction:
     family = family or RandomFourierFeatures(dimension=3, n_repetitions=5, bandwidth=0.7, seed=4)
     coefficients = np.random.default_rng(0).normal(size=(family.n_repetitions, family.n_coordinates))
-    return KDEFunction(family, coefficients, n_users=40, guarantee=guarantee)
+    return KDEFunction._released(family, coefficients, 40, guarantee)
 
 
 @pytest.mark.parametrize(
@@ -134,7 +134,7 @@ def test_validation_names_the_parameter() -> None:
 def test_equality_and_neighbouring() -> None:
     first = released()
     assert first == released() and first.neighbouring is Neighbouring.REPLACE_ONE
-    other = KDEFunction(first.family, first.coefficients + 1, n_users=40, guarantee=first.guarantee)
+    other = KDEFunction._released(first.family, first.coefficients + 1, 40, first.guarantee)
     assert first != other
 
 

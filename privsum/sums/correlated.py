@@ -73,6 +73,38 @@ def _pld_pair(p: np.ndarray, q: np.ndarray, tail: float) -> PLDPair:
     return PLDPair.from_distributions(p, q, p_tail=tail, q_tail=tail)
 
 
+def _direct_block(a_pmf: np.ndarray, p_pmf: np.ndarray, k: int) -> np.ndarray:
+    """``grid[d + k, e] = sum_b a[d + b] a[b] p[e - b]``: the pmf of ``(A - B, B + P)``, summed slab by slab."""
+    grid = np.zeros((2 * k + 1, p_pmf.size + k))
+    slab = np.outer(a_pmf, p_pmf)
+    for b, weight in enumerate(a_pmf):
+        grid[k - b : 2 * k - b + 1, b : b + p_pmf.size] += weight * slab
+    return grid
+
+
+def _geometric_block(first: float, ratio: float, p_pmf: np.ndarray, k: int) -> np.ndarray:
+    """`_direct_block` when ``a[n] = first ratio^n`` (n = 0..k): each row is a scaled, shifted geometric filter of ``p``.
+
+    With ``H(e) = sum_{b >= 0} ratio^(2b) p[e - b]`` (the recursion ``H(e) = p[e] + ratio^2 H(e - 1)``),
+    row ``d = +-j`` is ``first^2 ratio^j (H(e') - ratio^(2(k - j + 1)) H(e' - (k - j + 1)))`` with
+    ``e' = e`` for ``d >= 0`` and ``e - j`` for ``d < 0``: ``O(grid)`` work instead of ``O(k grid)``.
+    """
+    from scipy.signal import lfilter
+
+    width = p_pmf.size + k
+    filtered = lfilter([1.0], [1.0, -(ratio**2)], np.concatenate([p_pmf, np.zeros(k)]))
+    padded = np.concatenate([np.zeros(k + 1), filtered])  # padded[e + k + 1] = H(e), 0 for e < 0
+    columns = np.arange(width)
+    grid = np.empty((2 * k + 1, width))
+    for j in range(k + 1):
+        length, scale = k - j + 1, first**2 * ratio**j
+        for sign in (1, -1) if j else (1,):
+            start = columns - (j if sign < 0 else 0) + k + 1
+            grid[k + sign * j] = scale * (padded[start] - ratio ** (2 * length) * padded[start - length])
+    np.maximum(grid, 0.0, out=grid)  # rounding can leave -1e-30 where the exact value is 0
+    return grid
+
+
 def _triple(value: int) -> tuple[int, int, int]:
     size, sign = abs(value), (1 if value > 0 else -1)
     return value, -sign * (size // 2), -sign * (size - size // 2)
@@ -418,10 +450,11 @@ class CorrelatedNoiseSum(ShuffleProtocol):
         k = a_pmf.size - 1
         if (2 * k + 3) * (p_pmf.size + k + 2) > _MAX_CELLS:
             raise invalid("levels", type(self).__name__, "small enough for the verification grid", self.levels)
-        grid = np.zeros((2 * k + 1, p_pmf.size + k))
-        slab = np.outer(a_pmf, p_pmf)
-        for b, weight in enumerate(a_pmf):
-            grid[k - b : 2 * k - b + 1, b : b + p_pmf.size] += weight * slab
+        ratio = self.central_ratio
+        if k > 0 and np.allclose(a_pmf[1:] / a_pmf[:-1], ratio, rtol=1e-12, atol=0.0):
+            grid = _geometric_block(a_pmf[0], ratio, p_pmf, k)
+        else:
+            grid = _direct_block(a_pmf, p_pmf, k)
         self._pld_cache[key] = (grid, k)
         return grid, k
 

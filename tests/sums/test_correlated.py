@@ -226,3 +226,34 @@ def test_natural_log_flooding_is_verified_where_it_differs():
     # D = 5 is the smallest level count where ln and log2 give different spreads; the exact check must back it.
     protocol = CorrelatedNoiseSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=1_000, domain=5, calibration="tight")
     assert protocol.verified and protocol.guarantee.epsilon <= 1.0
+
+
+@pytest.mark.parametrize("levels", [1, 3])
+def test_geometric_central_block_equals_the_direct_sum(levels):
+    import privsum.sums.correlated as correlated
+    from privsum.shuffle.noise import negative_binomial_truncated
+
+    protocol = CorrelatedNoiseSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=1_000, domain=levels)
+    a_pmf, _ = negative_binomial_truncated(1.0, protocol.central_ratio, correlated._TAIL)
+    p_pmf, _ = negative_binomial_truncated(protocol.pair_shape, protocol.pair_ratio, correlated._TAIL)
+    k = a_pmf.size - 1
+    fast = correlated._geometric_block(a_pmf[0], protocol.central_ratio, p_pmf, k)
+    direct = correlated._direct_block(a_pmf, p_pmf, k)
+    assert fast.shape == direct.shape and np.all(fast >= 0)
+    visible = direct > 1e-25
+    np.testing.assert_allclose(fast[visible], direct[visible], rtol=1e-10)
+    assert np.max(np.abs(fast - direct)) < 1e-17
+
+
+def test_verified_epsilon_is_unchanged_by_the_fast_block(monkeypatch):
+    import privsum.sums.correlated as correlated
+
+    protocol = CorrelatedNoiseSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=1_000, domain=2)
+    fast = protocol.verified_epsilon(1e-6)
+    monkeypatch.setattr(
+        correlated,
+        "_geometric_block",
+        lambda first, ratio, p_pmf, k: correlated._direct_block(first * ratio ** np.arange(k + 1), p_pmf, k),
+    )
+    direct = dataclasses.replace(protocol).verified_epsilon(1e-6)  # a fresh object: no cached block
+    assert fast == pytest.approx(direct, rel=1e-9)

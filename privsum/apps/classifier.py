@@ -286,8 +286,10 @@ class ShuffledKDEClassifier(ClassifierBase):
         """One KDE per reported class, each calibrated for its own reported (noisy) size ``n_c``.
 
         A class with more users needs less noise for the same per-class ``(epsilon, delta)``, so
-        each class's bit sums are calibrated for its own ``n_c`` (classes of equal size share one
-        calibration). Each user's point enters one class's KDE only (parallel composition), so the
+        each class's bit sums are calibrated for its own ``n_c``, rounded down to two significant
+        digits (so that classes of similar size share one calibration; a calibration for fewer
+        users than take part stays valid: the extra users' reports are independent of the
+        target, post-processing). Each user's point enters one class's KDE only (parallel composition), so the
         KDE part's guarantee is the largest of the classes' guarantees, each at most the target.
         """
         if self.protocol in VECTOR_PROTOCOLS:
@@ -303,10 +305,11 @@ class ShuffledKDEClassifier(ClassifierBase):
                 densities.append(None)
                 self.protocols_.append(None)
                 continue
-            if size not in calibrated:
-                calibrated[size] = self._calibrate(size)
-            self.protocols_.append(calibrated[size])
-            densities.append(calibrated[size].run(points[reported == c], rng=rng))
+            calibration_size = _calibration_size(size)
+            if calibration_size not in calibrated:
+                calibrated[calibration_size] = self._calibrate(calibration_size)
+            self.protocols_.append(calibrated[calibration_size])
+            densities.append(calibrated[calibration_size].run(points[reported == c], rng=rng))
         return densities
 
     def _calibrate(self, n_users: int) -> ShuffledKDE:
@@ -427,6 +430,12 @@ class ShuffledKDEClassifier(ClassifierBase):
 
 #: How `decode_class` ranks the vocabulary.
 DECODING_SCORES = ("log_ratio", "density")
+
+
+def _calibration_size(size: int) -> int:
+    """``size`` rounded down to two significant digits (at least ``_MIN_CLASS_USERS``)."""
+    scale = 10 ** max(0, len(str(size)) - 2)
+    return max(_MIN_CLASS_USERS, size // scale * scale)
 
 
 def decode_class(

@@ -383,7 +383,8 @@ def _binomial_window(trials: int, flip: float, tail_mass: float) -> tuple[np.nda
     if trials == 0:
         return np.ones(1), 0.0
     tail_mass = max(tail_mass, _SMALLEST_TAIL)  # a larger cut is still bounded (and reported): no log(1/0)
-    log_term = -math.log(tail_mass)  # not log(1 / tail_mass): 1 / a subnormal tail overflows
+    # log(1 / tail) as before where 1 / tail is finite (bit-identical windows); -log(tail) for a subnormal tail
+    log_term = math.log(1.0 / tail_mass) if tail_mass > 1e-300 else -math.log(tail_mass)
     mean = trials * flip
     radius = log_term / 3.0 + math.sqrt((log_term / 3.0) ** 2 + 2.0 * mean * (1.0 - flip) * log_term)
     low = max(0, math.ceil(mean - radius - 1e-9))  # values below low are < mean - radius

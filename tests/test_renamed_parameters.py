@@ -29,7 +29,10 @@ def test_race_release_sampler_is_a_deprecated_alias():
     ("estimator", "fit_args"),
     [
         (lambda **kw: RACEClassifier(family=FAMILY, classes=["a", "b"], epsilon=1.0, random_state=1, **kw), (POINTS, LABELS)),
-        (lambda **kw: RACELinearRegression(n_rows=16, epsilon=1.0, random_state=1, **kw), (POINTS, POINTS[:, 0])),
+        (
+            lambda **kw: RACELinearRegression(n_rows=16, epsilon=1.0, random_state=1, data_bound=100.0, **kw),
+            (POINTS, POINTS[:, 0]),
+        ),
     ],
     ids=["classifier", "regression"],
 )

@@ -1,13 +1,17 @@
 """The main job: the shuffled-DP KDE classifier and class decoder on the bundled WordNet data.
 
 Run ``python -m privsum demo`` (``--help`` for options). Trains the private classifier with the
-RR, 3NB and Pure bit sums and both kernels at a few epsilons (and RR under the seed paper's looser
+RR, 3NB and Pure bit sums and both kernels at a few epsilons (and RR under Wagner (ICLR 2025)'s looser
 accounting, for comparison), and with the shuffled vector sum (inner-product kernel; labels in the
 clear, through the label round, or inside one joint sum); prints test accuracy and messages per
 user next to the non-private baselines (Algorithm 1's rounded features and the exact centroid) and
 the best central-DP baseline (the Gaussian mechanism on each class's feature sum), the guarantee
 of each run, decoded words for a few classes, and saves ``accuracy_vs_epsilon.svg`` and ``.csv``
 in the output folder.
+
+References:
+    Wagner, "Learning from End User Data with Shuffled Differential Privacy over Kernel
+    Densities", ICLR 2025.
 """
 
 from __future__ import annotations

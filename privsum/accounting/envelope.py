@@ -43,8 +43,9 @@ def symmetric_pair_from_samples(
     Args:
         epsilons: strictly increasing, starting at ``0``; beyond the last one the sampled profile
             must be constant (every privacy loss is at most the last epsilon).
-        deltas: upper bounds on the maximum profile (both directions) at ``epsilons``; they are
-            raised where needed to make the chords convex and non-increasing (never lowered).
+        deltas: upper bounds on the maximum profile (both directions) at ``epsilons``; a sample
+            above the lower convex hull of the others is replaced by the hull's chord (valid:
+            a chord between upper bounds of a convex curve lies above it).
         neighbouring: the relation of the profiles.
 
     Returns:
@@ -96,18 +97,22 @@ def symmetric_pair_from_samples(
 
 
 def _convex_non_increasing(x: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Raise samples (never lower them) so that the chords are non-increasing and convex in ``x``.
+    """The lower convex hull of the samples, then its running minimum: still an upper bound.
 
-    A sweep from the right keeps each value at least the last one (non-increasing); a sweep from
-    the left raises the next value to the extension of the previous chord when the slope would
-    decrease. Both only raise, so the result is still an upper bound on the sampled profile.
+    A sample above the chord between two others is replaced by that chord: a chord between two
+    upper bounds of a convex curve lies above the curve, so dropping a sample point never breaks
+    the bound, and the lower hull is the tightest convex interpolation of the samples. Where the
+    hull would increase it is held at its minimum, which is still above the (non-increasing)
+    profile; the result is convex and non-increasing.
     """
-    out = np.maximum.accumulate(values[::-1])[::-1].copy()
-    slope = -np.inf
-    for i in range(1, out.size):
-        chord = (out[i] - out[i - 1]) / (x[i] - x[i - 1])
-        if chord < slope:
-            out[i] = out[i - 1] + slope * (x[i] - x[i - 1])
-            chord = slope
-        slope = chord
-    return out
+    hull = [0]
+    for i in range(1, values.size):
+        while len(hull) >= 2:
+            a, b = hull[-2], hull[-1]
+            # b lies on or above the chord from a to i: drop it
+            if (values[b] - values[a]) * (x[i] - x[a]) >= (values[i] - values[a]) * (x[b] - x[a]):
+                hull.pop()
+            else:
+                break
+        hull.append(i)
+    return np.minimum.accumulate(np.interp(x, x[hull], values[hull]))

@@ -50,7 +50,7 @@ _RTOL = 1e-9
 COMMUNICATION_VARIANCE_FACTOR = 1.1
 FLOODING_CHOICES = ("paper", "communication")
 # Flooding shapes r' tried, and the bisection's resolution on log(1 - p').
-_FLOODING_SHAPES = (2.0, 4.0, 8.0, 12.0, 16.0, 24.0, 32.0, 48.0, 64.0)
+_FLOODING_SHAPES = (8.0, 12.0, 16.0, 24.0, 32.0, 48.0, 64.0)
 _FLOODING_LOG_TOLERANCE = 0.01
 
 

@@ -247,7 +247,11 @@ class RRBitSum(_FlippedReports):
     def _event_for(self, n_participants: int) -> PrivacyEvent:
         if self.composition == "guarantee":
             return _rr_event(_verified_epsilon(n_participants, self.flip_probability, self.delta), self.delta)
-        return ProfileEvent.at_delta(_worst_case_profile(n_participants, self.flip_probability, self.delta), self.delta)
+        epsilon = _verified_epsilon(n_participants, self.flip_probability, self.delta)
+        profile = _worst_case_profile(n_participants, self.flip_probability, self.delta, epsilon)
+        if profile.delta(epsilon) <= self.delta * (1 + _RTOL):  # tight at the verified epsilon
+            return ProfileEvent(profile, PrivacyGuarantee(epsilon, self.delta, Neighbouring.REPLACE_ONE))
+        return ProfileEvent.at_delta(profile, self.delta)
 
     @property
     def generic_event(self) -> PrivacyEvent:
@@ -379,7 +383,8 @@ def _binomial_window(trials: int, flip: float, tail_mass: float) -> tuple[np.nda
     if trials == 0:
         return np.ones(1), 0.0
     tail_mass = max(tail_mass, _SMALLEST_TAIL)  # a larger cut is still bounded (and reported): no log(1/0)
-    log_term = -math.log(tail_mass)  # not log(1 / tail_mass): 1 / a subnormal tail overflows
+    # log(1 / tail) as before where 1 / tail is finite (bit-identical windows); -log(tail) for a subnormal tail
+    log_term = math.log(1.0 / tail_mass) if tail_mass > 1e-300 else -math.log(tail_mass)
     mean = trials * flip
     radius = log_term / 3.0 + math.sqrt((log_term / 3.0) ** 2 + 2.0 * mean * (1.0 - flip) * log_term)
     low = max(0, math.ceil(mean - radius - 1e-9))  # values below low are < mean - radius
@@ -584,7 +589,9 @@ def rr_worst_case_profile(
         atol: absolute slack accepted in each sample (half for the branch and bound, half for the
             error bound of FFT convolutions, both counted in full).
         resolution: epsilon step of the samples.
-        epsilons: extra sample points (the profile is then tight there).
+        epsilons: extra sample points, where the sample is tight to a relative ``1e-9`` (plus
+            ``1e-6 atol``): a tighter upper bound than the grid's (lowering one sample of a convex
+            curve keeps the chords convex and above the curve).
 
     Privacy:
         Replace-one, one instance; the pair dominates every neighbouring pair of the count view.
@@ -620,6 +627,19 @@ def rr_worst_case_profile(
         tail_mass=min(_TAIL_MASS, atol * 1e-6),
         fft_delta_error=atol / 2,
     )
+    extra = extra[extra < largest_loss]
+    if extra.size:  # the requested points to within a relative 1e-9: a tighter upper bound replaces the sample
+        tight, _, _ = _branch_and_bound(
+            n_users,
+            flip,
+            lambda pair: pair.delta(extra),
+            rtol=_BOUND_RTOL,
+            atol=atol * 1e-6,
+            tail_mass=min(_TAIL_MASS, atol * 1e-9),
+            fft_delta_error=atol * 1e-6,
+        )
+        at = np.searchsorted(grid, extra)
+        upper[at] = np.minimum(upper[at], tight)
     return symmetric_pair_from_samples(grid, np.minimum(upper, 1.0), neighbouring=Neighbouring.REPLACE_ONE)
 
 

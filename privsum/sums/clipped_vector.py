@@ -594,6 +594,8 @@ class SparseVectorAggregation(ShuffleProtocol):
         object.__setattr__(self, "levels", levels)
         if not isinstance(self.headline, PrivacyGuarantee):
             raise invalid("headline", owner, "a PrivacyGuarantee", self.headline)
+        if not self._headline_is_backed(dimension):
+            raise invalid("headline", owner, "backed by the count and level protocols' guarantees", self.headline)
         check_probability(self.failure_probability, "failure_probability", owner, allow_zero=False)
         check_choice(self.composition, "composition", owner, COMPOSITIONS)
 
@@ -672,6 +674,31 @@ class SparseVectorAggregation(ShuffleProtocol):
             failure_probability=failure_probability,
             composition=composition,
         )
+
+    def _headline_is_backed(self, dimension: int) -> bool:
+        """Whether every level (its count and its ``min(2^j, d)`` touched coordinates) fits half the headline.
+
+        A user's change touches two levels (parallel composition, ``parts_per_user=2``); in each,
+        the count protocol and the level protocol over the touched coordinates compose basically.
+        """
+        headline, count = self.headline, self.count.guarantee
+        if not headline.is_finite:
+            return True
+        if not (headline.neighbouring == Neighbouring.REPLACE_ONE and count.is_finite):
+            return False
+        half = (headline.epsilon / 2.0 - count.epsilon, headline.delta / 2.0 - count.delta)
+        if not (half[0] > 0.0 and half[1] >= 0.0):
+            return False
+        target = PrivacyGuarantee(half[0] * (1.0 + _BACKING_RTOL), min(half[1] * (1.0 + _BACKING_RTOL), 1.0 - 1e-12))
+        for j, level in enumerate(self.levels):
+            touched = min(2**j, dimension)
+            single = level.guarantee
+            pld = GuaranteeEvent(single).pld if single.is_finite else None
+            if not composition_backs(
+                single, touched, target, None if pld is None else lambda p=pld, t=touched: p().self_compose(t)
+            ):
+                return False
+        return True
 
     @property
     def n_levels(self) -> int:

@@ -327,3 +327,17 @@ def test_numerical_accounting_refuses_a_guarantee_whose_pld_would_overflow(epsil
 
     with pytest.raises(InvalidParameterError, match="'headline' parameter of GuaranteeEvent .* numerical"):
         GuaranteeEvent(PrivacyGuarantee(epsilon, 1e-6)).epsilon(1e-6)
+
+
+def test_sparse_vector_aggregation_refuses_a_forged_headline():
+    import dataclasses
+
+    from privsum.sums import SparseVectorAggregation
+
+    for calibration in ("analytic", "tight"):
+        honest = SparseVectorAggregation.from_privacy(
+            epsilon=1.0, delta=1e-6, n_users=N_USERS, dimension=4, calibration=calibration
+        )
+        assert dataclasses.replace(honest).headline == honest.headline  # the calibrated headline is backed
+        with pytest.raises(InvalidParameterError, match="'headline' parameter of SparseVectorAggregation"):
+            dataclasses.replace(honest, headline=PrivacyGuarantee(0.1, 1e-6))

@@ -200,3 +200,60 @@ def test_fewer_participants_variance_counts_the_noise_present():
 def test_unverifiable_levels_report_no_guarantee_for_fewer_participants():
     protocol = _protocol(9, n_users=50)
     assert protocol.event_for_participants(25).guarantee.epsilon == float("inf")
+
+
+def test_flooding_spread_uses_the_natural_log_and_floods_less():
+    import math
+
+    for levels in (1, 2, 3, 4, 8):  # ceil(ln D) == ceil(log2 D): the same parameters
+        assert gkmps_parameters(1.0, 1e-6, levels) == gkmps_parameters(1.0, 1e-6, levels, spread_log="log2")
+    for levels in (5, 6, 7, 317):
+        natural, base_two = gkmps_parameters(1.0, 1e-6, levels), gkmps_parameters(1.0, 1e-6, levels, spread_log="log2")
+        spread = levels * (math.ceil(math.log(levels)) + 1)
+        expected = tuple(math.exp(-0.1 * 0.15 / math.ceil(spread / size)) for size in range(2, levels + 1))
+        assert natural["triple_ratios"] == pytest.approx(expected, rel=1e-15)
+        assert all(a <= b for a, b in zip(natural["triple_ratios"], base_two["triple_ratios"], strict=True))
+    common = {"epsilon": 1.0, "delta": 1e-6, "n_users": 10_000, "domain": 317}
+    fewer = CorrelatedNoiseSum.from_privacy(**common).expected_messages_per_user
+    more = CorrelatedNoiseSum.from_privacy(**common, spread_log="log2").expected_messages_per_user
+    assert fewer < more / 1.4  # 31,712 against 45,111 messages per user
+    with pytest.raises(InvalidParameterError, match="'spread_log'"):
+        gkmps_parameters(1.0, 1e-6, 5, spread_log="log10")
+
+
+@pytest.mark.slow
+def test_natural_log_flooding_is_verified_where_it_differs():
+    # D = 5 is the smallest level count where ln and log2 give different spreads; the exact check must back it.
+    protocol = CorrelatedNoiseSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=1_000, domain=5, calibration="tight")
+    assert protocol.verified and protocol.guarantee.epsilon <= 1.0
+
+
+@pytest.mark.parametrize("levels", [1, 3])
+def test_geometric_central_block_equals_the_direct_sum(levels):
+    import privsum.sums.correlated as correlated
+    from privsum.shuffle.noise import negative_binomial_truncated
+
+    protocol = CorrelatedNoiseSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=1_000, domain=levels)
+    a_pmf, _ = negative_binomial_truncated(1.0, protocol.central_ratio, correlated._TAIL)
+    p_pmf, _ = negative_binomial_truncated(protocol.pair_shape, protocol.pair_ratio, correlated._TAIL)
+    k = a_pmf.size - 1
+    fast = correlated._geometric_block(a_pmf[0], protocol.central_ratio, p_pmf, k)
+    direct = correlated._direct_block(a_pmf, p_pmf, k)
+    assert fast.shape == direct.shape and np.all(fast >= 0)
+    visible = direct > 1e-25
+    np.testing.assert_allclose(fast[visible], direct[visible], rtol=1e-10)
+    assert np.max(np.abs(fast - direct)) < 1e-17
+
+
+def test_verified_epsilon_is_unchanged_by_the_fast_block(monkeypatch):
+    import privsum.sums.correlated as correlated
+
+    protocol = CorrelatedNoiseSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=1_000, domain=2)
+    fast = protocol.verified_epsilon(1e-6)
+    monkeypatch.setattr(
+        correlated,
+        "_geometric_block",
+        lambda first, ratio, p_pmf, k: correlated._direct_block(first * ratio ** np.arange(k + 1), p_pmf, k),
+    )
+    direct = dataclasses.replace(protocol).verified_epsilon(1e-6)  # a fresh object: no cached block
+    assert fast == pytest.approx(direct, rel=1e-9)

@@ -68,3 +68,15 @@ def test_fast_profile_equals_the_two_dimensional_grid_at_paper_like_parameters()
     eps = np.linspace(0.0, 2.0, 41)
     np.testing.assert_allclose(fast.delta(eps), grid.delta(eps), rtol=1e-9, atol=1e-14)
     assert isinstance(fast, PrivacyProfile)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_sort_free_losses_equal_the_sorted_profile(seed):
+    rng = np.random.default_rng(seed)
+    base = signed_count_profile(1.0, 0.6, 12.0, 0.9, tail_mass=1e-14)  # one leading point, then a monotone run
+    order = rng.permutation(base.p.size)  # the same pair with its support shuffled: general (sorting) path
+    shuffled = PrivacyProfile(base.p[order], base.q[order], p_tail=base.p_tail, q_tail=base.q_tail)
+    eps = np.linspace(0.0, 3.0, 61)
+    np.testing.assert_allclose(base.delta(eps), shuffled.delta(eps), rtol=1e-12, atol=1e-18)
+    for delta in (1e-3, 1e-6, 1e-9):
+        assert base.epsilon(delta) == pytest.approx(shuffled.epsilon(delta), rel=1e-9)

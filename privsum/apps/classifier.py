@@ -14,7 +14,16 @@ from typing import Any
 import numpy as np
 
 from privsum._random import RNGLike, as_generator
-from privsum._validation import check_array, check_choice, check_delta, check_epsilon, check_integer, check_real, invalid
+from privsum._validation import (
+    check_array,
+    check_choice,
+    check_delta,
+    check_epsilon,
+    check_integer,
+    check_real,
+    invalid,
+    refusals_as,
+)
 from privsum.accounting.accountant import PrivacyAccountant
 from privsum.accounting.events import GuaranteeEvent, ParallelEvent
 from privsum.accounting.guarantee import PrivacyGuarantee, ThreatModel
@@ -181,12 +190,16 @@ class ShuffledKDEClassifier(ClassifierBase):
         encoded = self._encode(labels)
         rng = as_generator(self.random_state, owner)
         self.family_ = self._build_family(points.shape[1], int(rng.integers(2**62)))
+        with refusals_as(owner, {"x": "X", "points": "X"}):  # e.g. a point above the family's norm bound
+            self.family_.check_points(points, "X")
         if self.label_privacy == "joint":
-            self.densities_ = self._fit_joint(points, encoded, rng)
+            with refusals_as(owner, {"x": "X"}):
+                self.densities_ = self._fit_joint(points, encoded, rng)
         else:
             reported = randomize_labels(encoded, len(self.classes_), self.label_epsilon, rng)
             self.class_counts_ = np.bincount(reported, minlength=len(self.classes_))
-            self.densities_ = self._fit_classes(points, reported, rng)
+            with refusals_as(owner, {"x": "X"}):
+                self.densities_ = self._fit_classes(points, reported, rng)
         self.accountant_ = self._account()
         return self
 

@@ -16,7 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from privsum._random import RNGLike, as_generator
-from privsum._validation import check_integer, invalid
+from privsum._validation import check_integer, invalid, refusals_as
 from privsum.accounting.events import PrivacyEvent
 from privsum.accounting.guarantee import PrivacyGuarantee
 from privsum.kde.function import KDEFunction
@@ -159,14 +159,15 @@ class VectorSumKDE:
             raise invalid("family", owner, "an LSQFamily", type(family).__name__)
         if not (isinstance(protocol, type) and callable(getattr(protocol, "from_privacy", None))):
             raise invalid("protocol", owner, "a vector-sum protocol class with from_privacy", protocol)
-        vector_sum = protocol.from_privacy(
-            epsilon=epsilon,
-            delta=delta,
-            n_users=n_users,
-            dimension=family.n_repetitions * family.n_coordinates,
-            norm_bound=feature_norm_bound(family),
-            neighbouring=neighbouring,
-        )
+        with refusals_as(owner, {"dimension": "family", "norm_bound": "family"}):  # derived from the family
+            vector_sum = protocol.from_privacy(
+                epsilon=epsilon,
+                delta=delta,
+                n_users=n_users,
+                dimension=family.n_repetitions * family.n_coordinates,
+                norm_bound=feature_norm_bound(family),
+                neighbouring=neighbouring,
+            )
         return cls(family=family, vector_sum=vector_sum)
 
     @property

@@ -34,7 +34,7 @@ from privsum.datasets import load_vocabulary, load_wordnet_glosses
 __all__ = ["main", "run_demo"]
 
 PRIVATE_PROTOCOLS = ("rr", "3nb", "pure")
-SEED_ACCOUNTING_LABEL = "rr-seed"  # RR calibrated by Wagner et al.'s Theorem 3.2 instead of the tight (PLD) accounting
+SEED_ACCOUNTING_LABEL = "rr-seed"  # RR calibrated by Wagner's Theorem 3.2 instead of the tight (PLD) accounting
 EXACT_CENTROID_LABEL = "exact-centroid"  # the non-private nearest-centroid classifier (exact feature sums)
 FIGURE_COLOURS = {  # one colour per protocol row of the figure
     "rr": "#d62728",
@@ -271,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         epsilon = "-" if math.isinf(r.epsilon) else f"{r.epsilon:g}"
         row = f"{r.protocol:<24}{r.kernel:<10}{r.labels:<12}{epsilon:>14}{r.accuracy:>10.3f}{r.messages_per_user:>15,.0f}"
         print(f"{row}  {r.guarantee}")
-    print(f"({SEED_ACCOUNTING_LABEL}: RR calibrated with Wagner et al.'s Theorem 3.2 accounting instead of the tight PLD one)")
+    print(f"({SEED_ACCOUNTING_LABEL}: RR calibrated with Wagner's Theorem 3.2 accounting instead of the tight PLD one)")
     print(
         "(exact: non-private, Algorithm 1's 1-bit rounded features; exact-centroid: non-private exact feature sums;\n"
         " central-gaussian: the Gaussian mechanism on each class's feature sum, L2 sensitivity 2 max||f||, trusted curator;\n"

@@ -116,7 +116,7 @@ class ShuffledKDE(ShuffleProtocol):
         bounds its supRMSE by ``sqrt(4 beta^2 + 16 R^4 S (S + (E/n)^2) / I)`` (`sup_rmse_bound`).
 
     References:
-        Wagner et al., *Learning from End User Data with Shuffled Differential Privacy over Kernel
+        Wagner, *Learning from End User Data with Shuffled Differential Privacy over Kernel
         Densities* (ICLR 2025), Algorithm 1, Theorems 3.2-3.3.
 
     Examples:

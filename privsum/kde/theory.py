@@ -108,7 +108,7 @@ def gaussian_kde_parameters(alpha: float, *, epsilon: float, delta: float) -> Ga
         guarantee actually obtained, which is what privsum reports.
 
     References:
-        Wagner et al., Wagner (ICLR 2025), Theorem 3.3 and Appendix A.2.
+        Wagner (ICLR 2025), Theorem 3.3 and Appendix A.2.
 
     Examples:
         >>> gaussian_kde_parameters(0.1, epsilon=1.0, delta=1e-6).n_repetitions

@@ -1,6 +1,6 @@
 """The KDE over a vector-sum protocol: one private sum of the users' LSQ features, no 1-bit rounding.
 
-The released coefficients of a KDE are ``F_ij = sum_u f_i(x_u)_j`` (Wagner et al., ICLR 2025,
+The released coefficients of a KDE are ``F_ij = sum_u f_i(x_u)_j`` (Wagner, ICLR 2025,
 section 3): a single vector sum of the users' flattened features. `VectorSumKDE` computes it with
 any vector-sum protocol (the shuffled Skellam sum, or the central Gaussian and exact references of
 `privsum.sums.central_vector`), whose L2 accounting replaces Algorithm 1's per-instance bit sums and
@@ -105,7 +105,7 @@ class VectorSumKDE:
         `privsum.lsq.RandomFourierFeatures`).
 
     References:
-        Wagner et al., *Learning from End User Data with Shuffled Differential Privacy over
+        Wagner, *Learning from End User Data with Shuffled Differential Privacy over
         Kernel Densities*, ICLR 2025 (the KDE as a sum of features).
 
     Examples:

@@ -59,7 +59,7 @@ class RandomSigns(_NormBounded):
         One repetition's product has variance ``||x||^2 ||y||^2 + (x^T y)^2 - 2 sum_j x_j^2 y_j^2``.
 
     References:
-        Wagner et al., Appendix A.3 of Wagner (ICLR 2025)
+        Wagner (ICLR 2025), Appendix A.3.
 
     Examples:
         >>> family = RandomSigns(dimension=3, n_repetitions=2, seed=0)

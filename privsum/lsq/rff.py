@@ -47,7 +47,7 @@ class RandomFourierFeatures(LSQFamily):
 
     References:
         Rahimi & Recht, *Random features for large-scale kernel machines*, NeurIPS 2007;
-        Wagner et al., Definition 2.1 of Wagner (ICLR 2025) and Theorem 3.3.
+        Wagner (ICLR 2025), Definition 2.1 and Theorem 3.3.
 
     Examples:
         >>> family = RandomFourierFeatures(dimension=2, n_repetitions=4000, seed=0)

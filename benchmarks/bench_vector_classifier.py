@@ -7,7 +7,7 @@ users per class (subsampled with seed 0), d = 384, delta = 1e-6, replace-one; te
 bundled test split. Rows (inner-product kernel unless stated):
 
 * ``exact-centroid``: the non-private nearest-centroid classifier (exact feature sums);
-* ``exact (Alg. 1)``: non-private, the 1-bit rounded random-sign features of Wagner et al.;
+* ``exact (Alg. 1)``: non-private, the 1-bit rounded random-sign features of Wagner (ICLR 2025);
 * ``central-gaussian``: the Gaussian mechanism on each class's feature sum (L2 sensitivity 2),
   Balle & Wang's exact calibration, labels in the clear;
 * ``vector``: the shuffled Skellam vector sum, labels in the clear / through the label round

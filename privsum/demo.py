@@ -1,13 +1,17 @@
 """The main job: the shuffled-DP KDE classifier and class decoder on the bundled WordNet data.
 
 Run ``python -m privsum demo`` (``--help`` for options). Trains the private classifier with the
-RR, 3NB and Pure bit sums and both kernels at a few epsilons (and RR under the seed paper's looser
+RR, 3NB and Pure bit sums and both kernels at a few epsilons (and RR under Wagner (ICLR 2025)'s looser
 accounting, for comparison), and with the shuffled vector sum (inner-product kernel; labels in the
 clear, through the label round, or inside one joint sum); prints test accuracy and messages per
 user next to the non-private baselines (Algorithm 1's rounded features and the exact centroid) and
 the best central-DP baseline (the Gaussian mechanism on each class's feature sum), the guarantee
 of each run, decoded words for a few classes, and saves ``accuracy_vs_epsilon.svg`` and ``.csv``
 in the output folder.
+
+References:
+    Wagner, "Learning from End User Data with Shuffled Differential Privacy over Kernel
+    Densities", ICLR 2025.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from privsum.datasets import load_vocabulary, load_wordnet_glosses
 __all__ = ["main", "run_demo"]
 
 PRIVATE_PROTOCOLS = ("rr", "3nb", "pure")
-SEED_ACCOUNTING_LABEL = "rr-seed"  # RR calibrated by Wagner et al.'s Theorem 3.2 instead of the tight (PLD) accounting
+SEED_ACCOUNTING_LABEL = "rr-seed"  # RR calibrated by Wagner's Theorem 3.2 instead of the tight (PLD) accounting
 EXACT_CENTROID_LABEL = "exact-centroid"  # the non-private nearest-centroid classifier (exact feature sums)
 FIGURE_COLOURS = {  # one colour per protocol row of the figure
     "rr": "#d62728",
@@ -267,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         epsilon = "-" if math.isinf(r.epsilon) else f"{r.epsilon:g}"
         row = f"{r.protocol:<24}{r.kernel:<10}{r.labels:<12}{epsilon:>14}{r.accuracy:>10.3f}{r.messages_per_user:>15,.0f}"
         print(f"{row}  {r.guarantee}")
-    print(f"({SEED_ACCOUNTING_LABEL}: RR calibrated with Wagner et al.'s Theorem 3.2 accounting instead of the tight PLD one)")
+    print(f"({SEED_ACCOUNTING_LABEL}: RR calibrated with Wagner's Theorem 3.2 accounting instead of the tight PLD one)")
     print(
         "(exact: non-private, Algorithm 1's 1-bit rounded features; exact-centroid: non-private exact feature sums;\n"
         " central-gaussian: the Gaussian mechanism on each class's feature sum, L2 sensitivity 2 max||f||, trusted curator;\n"

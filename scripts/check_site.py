@@ -16,7 +16,9 @@ Checks, without screenshots:
 * math is typeset offline: the KaTeX files of `MATH_ASSETS` were copied into the site, and every
   page with math (``class="arithmatex"``) loads them from the site, not from the network;
 * no API page names a private base class (``Bases: _FlippedReports``): `scripts/mkdocs_hooks.py`
-  replaces them by their public ancestors.
+  replaces them by their public ancestors;
+* no page uses the project's internal names for papers (a "seed" number, a "SPEC" section):
+  pages cite authors, title and venue.
 
 Exits with status 1 and a list of problems if anything is missing.
 """
@@ -56,6 +58,7 @@ MATH_ASSETS = (
 )
 ENTRY = re.compile(r"^:::\s+([\w.]+)", re.MULTILINE)
 PRIVATE_BASE = re.compile(r'Bases: .*?title="privsum(?:\.\w+)*\._\w+"')
+INTERNAL_NAME = re.compile("seed[ ]00[0-4]|SPEC[ ]\u00a7|SPEC[ ]section", re.IGNORECASE)  # spelled so as not to match itself
 REMOTE_SCRIPT = re.compile(r'<(?:script|link)[^>]+(?:src|href)="(?:https?:)?//[^"]*(?:katex|mathjax)', re.IGNORECASE)
 
 
@@ -140,6 +143,9 @@ def site_problems(site: Path, docs: Path = DOCS) -> list[str]:
             problems.append(f"{name} loads math from the network")
         if name.startswith("api/") and PRIVATE_BASE.search(html):
             problems.append(f"{name} names a private base class")
+        internal = INTERNAL_NAME.search(html)
+        if internal:
+            problems.append(f"{name} uses an internal paper name ({internal.group(0)!r}): cite authors, title and venue")
     return problems
 
 

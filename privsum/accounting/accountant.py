@@ -1,4 +1,9 @@
-"""The privacy accountant: a ledger of events with totals for both threat models."""
+"""The privacy accountant: a ledger of events with totals for both threat models.
+
+References:
+    Wagner, "Learning from End User Data with Shuffled Differential Privacy over Kernel
+    Densities", ICLR 2025.
+"""
 
 from __future__ import annotations
 
@@ -321,7 +326,7 @@ def _advanced_terms(entries: list[LedgerEntry]) -> tuple[float, float, float]:
 def _advanced_epsilon(entries: list[LedgerEntry], delta: float) -> float:
     """Heterogeneous advanced composition: ``sqrt(2 log(1/d') sum eps_j^2) + sum eps_j(e^eps_j - 1)``.
 
-    With identical events this is `advanced_composition_epsilon` (seed 001 Theorem 3.2 form).
+    With identical events this is `advanced_composition_epsilon` (the form of Theorem 3.2 of Wagner (ICLR 2025)).
     """
     squares, drift, deltas = _advanced_terms(entries)
     slack = delta - deltas

@@ -1,4 +1,4 @@
-"""Amplification by shuffling for an epsilon0-LDP local randomizer (SPEC section 1.5).
+"""Amplification by shuffling for an epsilon0-LDP local randomizer.
 
 Two bounds of Feldman, McMillan & Talwar, "Hiding Among the Clones" (FOCS 2021):
 

@@ -1,7 +1,11 @@
-"""Closed-form composition theorems (SPEC section 1.1-1.3).
+"""Closed-form composition theorems.
 
 Each function takes guarantees under one neighbouring relation and returns the composed
 guarantee under the same relation; mixing relations raises.
+
+References:
+    Wagner, "Learning from End User Data with Shuffled Differential Privacy over Kernel
+    Densities", ICLR 2025.
 """
 
 from __future__ import annotations
@@ -174,7 +178,7 @@ def advanced_composition(guarantee: PrivacyGuarantee, count: int, delta_slack: f
         Adaptive composition, any neighbouring relation (kept from the input).
 
     References:
-        Dwork, Rothblum & Vadhan (FOCS 2010); the form of seed 001 Theorem 3.2.
+        Dwork, Rothblum & Vadhan (FOCS 2010); the form of Theorem 3.2 of Wagner (ICLR 2025)
 
     Examples:
         >>> g = advanced_composition(PrivacyGuarantee(0.1, 1e-8), count=100, delta_slack=1e-6)

@@ -14,7 +14,7 @@ __all__ = ["Neighbouring", "PrivacyGuarantee", "ThreatModel"]
 class Neighbouring(str, enum.Enum):
     """Which datasets count as neighbours.
 
-    ``REPLACE_ONE``: one user's value changes (the seed papers' default).
+    ``REPLACE_ONE``: one user's value changes (the papers' default).
     ``ADD_REMOVE``: one user is added or removed.
     ``ZERO_OUT``: one user's value is replaced by the protocol's null input (``0`` for sums, the
     zero vector, the empty set); the number of users and who takes part stay fixed. Every

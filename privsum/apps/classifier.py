@@ -1,4 +1,9 @@
-"""Private highest-density-class classifier and class decoder over shuffled-DP KDEs (seed 001 §3.3)."""
+"""Private highest-density-class classifier and class decoder over shuffled-DP KDEs (section 3.3 of Wagner (ICLR 2025)).
+
+References:
+    Wagner, "Learning from End User Data with Shuffled Differential Privacy over Kernel
+    Densities", ICLR 2025.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,16 @@ from typing import Any
 import numpy as np
 
 from privsum._random import RNGLike, as_generator
-from privsum._validation import check_array, check_choice, check_delta, check_epsilon, check_integer, check_real, invalid
+from privsum._validation import (
+    check_array,
+    check_choice,
+    check_delta,
+    check_epsilon,
+    check_integer,
+    check_real,
+    invalid,
+    refusals_as,
+)
 from privsum.accounting.accountant import PrivacyAccountant
 from privsum.accounting.events import GuaranteeEvent, ParallelEvent
 from privsum.accounting.guarantee import PrivacyGuarantee, ThreatModel
@@ -69,7 +83,7 @@ _QUERY_ENTRIES = 1 << 21
 class ShuffledKDEClassifier(ClassifierBase):
     """Highest-density-class classifier trained with shuffled differential privacy.
 
-    ``fit`` runs the protocol of seed 001 §3.3: every user reports a label through m-ary
+    ``fit`` runs the protocol of section 3.3 of Wagner (ICLR 2025): every user reports a label through m-ary
     randomized response (``label_epsilon``); the noisy class counts ``n_c`` are published; the
     users of each reported class run the shuffled KDE protocol (`privsum.kde.ShuffledKDE`) with
     ``n = n_c``; ``predict`` returns ``argmax_c K_c(x)``. A scikit-learn classifier when
@@ -103,7 +117,7 @@ class ShuffledKDEClassifier(ClassifierBase):
             ``"joint"`` (vector sums only: one sum over all classes of dimension
             ``C (I Q + 1)``, `privsum.kde.JointClassKDE`, whose noise protects the label too:
             no label round, and ``(epsilon, delta)`` covers points and labels).
-        n_repetitions: ``I``; default the data dimension (seed 001 §4). Unused by the identity
+        n_repetitions: ``I``; default the data dimension (section 4 of Wagner (ICLR 2025)). Unused by the identity
             features (``kernel="ip"`` over a vector sum has ``I = 1``: copies add nothing).
         bandwidth: Gaussian-kernel bandwidth ``h`` in ``exp(-||x-y||^2/h^2)``.
         lsh_bits: concatenated sign bits for ``kernel="lsh"``.
@@ -117,9 +131,9 @@ class ShuffledKDEClassifier(ClassifierBase):
         ``(epsilon, delta)``-DP, so the whole run is ``(epsilon + label_epsilon, delta)``-DP by
         adaptive composition (tighter by PLD). The accountant (``accountant_``) records the
         label round and then the class KDEs as one parallel composition (one part per user).
-        With ``label_privacy="joint"`` it records the joint sum alone. Seed 001 Corollary 3.4 states ``(epsilon, delta)``
-        under the model threat; that holds for neighbours that keep the label, but the released
-        model includes the noisy counts, which depend on labels, so privsum reports
+        With ``label_privacy="joint"`` it records the joint sum alone. Corollary 3.4 of Wagner
+        (ICLR 2025) states ``(epsilon, delta)`` under the model threat; that holds for neighbours
+        that keep the label, but the released model includes the noisy counts, which depend on labels, so privsum reports
         ``epsilon + label_epsilon`` (composed) under both threat models; see ``guarantees_``.
 
     Examples:
@@ -176,12 +190,16 @@ class ShuffledKDEClassifier(ClassifierBase):
         encoded = self._encode(labels)
         rng = as_generator(self.random_state, owner)
         self.family_ = self._build_family(points.shape[1], int(rng.integers(2**62)))
+        with refusals_as(owner, {"x": "X", "points": "X"}):  # e.g. a point above the family's norm bound
+            self.family_.check_points(points, "X")
         if self.label_privacy == "joint":
-            self.densities_ = self._fit_joint(points, encoded, rng)
+            with refusals_as(owner, {"x": "X"}):
+                self.densities_ = self._fit_joint(points, encoded, rng)
         else:
             reported = randomize_labels(encoded, len(self.classes_), self.label_epsilon, rng)
             self.class_counts_ = np.bincount(reported, minlength=len(self.classes_))
-            self.densities_ = self._fit_classes(points, reported, rng)
+            with refusals_as(owner, {"x": "X"}):
+                self.densities_ = self._fit_classes(points, reported, rng)
         self.accountant_ = self._account()
         return self
 

@@ -1,4 +1,9 @@
-"""The label round: m-ary randomized response on each user's class label (seed 001 section 3.3)."""
+"""The label round: m-ary randomized response on each user's class label (section 3.3 of Wagner (ICLR 2025)).
+
+References:
+    Wagner, "Learning from End User Data with Shuffled Differential Privacy over Kernel
+    Densities", ICLR 2025.
+"""
 
 from __future__ import annotations
 

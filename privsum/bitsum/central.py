@@ -1,4 +1,4 @@
-"""Central-DP and non-private bit-sum baselines (seed 000 section 4.1, SPEC section 2.4).
+"""Central-DP and non-private bit-sum baselines (section 4.1 of Wagner (ICLR 2025)).
 
 These are not shuffle protocols: users hand their bits to a trusted curator, which releases each
 instance's count plus noise. They implement the same interface so that experiments can swap
@@ -13,6 +13,10 @@ The noise is OpenDP's exact discrete Laplace or discrete Gaussian sampler by def
 ignored, the same rule as `privsum.sketches.RACE.release`); with ``noise_source="numpy"`` the
 same distributions are sampled from ``rng`` (reproducible simulations; numpy's generator is not
 cryptographically secure).
+
+References:
+    Wagner, "Learning from End User Data with Shuffled Differential Privacy over Kernel
+    Densities", ICLR 2025.
 """
 
 from __future__ import annotations
@@ -258,7 +262,7 @@ class CentralGaussianBitSum(_Curated):
     Privacy:
         ``rho = 1/(2 sigma^2)``-zCDP per instance (OpenDP's map, sensitivity 1 under replace-one),
         converted to ``(epsilon, delta)`` by OpenDP's zCDP-to-approximate-DP curve. Trusted curator.
-        With ``I`` instances per user, SPEC section 2.4 uses ``sigma = sqrt(2 log(1.25/delta) I)/epsilon``
+        With ``I`` instances per user uses ``sigma = sqrt(2 log(1.25/delta) I)/epsilon``
         on the count (the classical mechanism on the ``I``-vector); build that with
         ``scale=...`` directly.
 

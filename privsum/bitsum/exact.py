@@ -1,4 +1,4 @@
-"""Exact privacy of the bit-sum protocols' analyzer views (SPEC sections 1.4 and 2).
+"""Exact privacy of the bit-sum protocols' analyzer views.
 
 Every function here computes a privacy profile or a pure-DP bound from the exact distribution
 of what the analyzer sees, so that "tight" calibrations can be checked by calling them.

@@ -2,6 +2,14 @@
 
 Both send messages ``+1`` and ``-1``; the analyzer sees the two counts ``(#(+1), #(-1))`` per
 instance and estimates ``(#(+1) - #(-1)) / (1 - drop_probability)``.
+
+References:
+    Wagner, "Learning from End User Data with Shuffled Differential Privacy over Kernel
+    Densities", ICLR 2025.
+
+References:
+    Wagner, "Learning from End User Data with Shuffled Differential Privacy over Kernel
+    Densities", ICLR 2025.
 """
 
 from __future__ import annotations
@@ -170,7 +178,7 @@ class ThreeNBBitSum(_SignedCounts):
     """3NB: correlated negative-binomial noise (Ghazi, Kumar, Manurangsi & Pagh, ICML 2020).
 
     User ``i`` sends ``b_i + psi1 + psi3`` messages ``+1`` and ``psi2 + psi3`` messages ``-1`` with
-    ``psi1, psi2 ~ NB(r/n, p)`` and flooding ``psi3 ~ NB(r'/n, p')`` (seed 001 Algorithm 2). Over
+    ``psi1, psi2 ~ NB(r/n, p)`` and flooding ``psi3 ~ NB(r'/n, p')`` (Algorithm 2 of Wagner (ICLR 2025)). Over
     the users the view is ``(S + X1 + X3, X2 + X3)``, ``X1, X2 ~ NB(r, p)``, ``X3 ~ NB(r', p')``;
     the estimate ``#(+1) - #(-1) = S + X1 - X2`` is ``S + DLap(p)`` for ``r = 1``.
 
@@ -197,7 +205,7 @@ class ThreeNBBitSum(_SignedCounts):
 
     References:
         Ghazi, Kumar, Manurangsi & Pagh, "Private Counting from Anonymous Messages: Near-Optimal
-        Accuracy with Vanishing Communication Overhead", ICML 2020; seed 001 App. A.2.
+        Accuracy with Vanishing Communication Overhead", ICML 2020; App. A.2 of Wagner (ICLR 2025)
 
     Examples:
         >>> protocol = ThreeNBBitSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=1000)
@@ -240,8 +248,8 @@ class ThreeNBBitSum(_SignedCounts):
             delta: target delta per instance, in ``(0, 1)``.
             n_users: users taking part.
             calibration: ``"analytic"``: ``r = 1``, ``p = e^{-0.8 epsilon}`` (a 0.2 share reserved
-                for flooding, as in the seed's reference code), ``r' = 3(1 + log(1/delta))``,
-                ``p' = e^{-0.04 epsilon}`` (SPEC section 2.2). ``"tight"``: the same flooding and
+                for flooding, as in the paper's reference code), ``r' = 3(1 + log(1/delta))``,
+                ``p' = e^{-0.04 epsilon}``. ``"tight"``: the same flooding and
                 ``r = 1``, with the smallest ``p`` (least variance) whose exact delta at
                 ``epsilon`` meets the target, found by bisection; it never sends more messages
                 than the analytic setting.
@@ -353,8 +361,8 @@ class PureBitSum(_SignedCounts):
         (`privsum.bitsum.exact.pure_epsilon_bound`; its proof is in the docstring there, and the
         tests compare it with the exact maximum log-ratio on small ``n``).
 
-        **Not reproduced: the paper's claim.** SPEC section 2.3 reconstructs GKM23 from the
-        seed's reference code with ``q = 0.2 rho / (e^eps (1 - e^-eps)^2 n)``. Under the exact
+        **Not reproduced: the paper's claim.** privsum's reconstruction of GKM23, from the
+        reference code of Wagner (ICLR 2025), uses ``q = 0.2 rho / (e^eps (1 - e^-eps)^2 n)``. Under the exact
         check above such a tiny ``q`` gives pure epsilon ``log(1/q) ~ log n`` (about 11.5 for
         ``n = 10^4``, ``eps = 1``), not ``eps``: the event ``#(+1) = 0`` is a product over users,
         so its probability ratio is one user's ``P(no +1 | bit 1) / P(no +1 | bit 0) = q``,
@@ -369,7 +377,7 @@ class PureBitSum(_SignedCounts):
 
     References:
         Ghazi, Kumar & Manurangsi, "Pure-DP Aggregation in the Shuffle Model: Error-Optimal and
-        Communication-Efficient", arXiv 2305.17634 (2023); SPEC section 2.3.
+        Communication-Efficient", arXiv 2305.17634 (2023)
 
     Examples:
         >>> protocol = PureBitSum.from_privacy(epsilon=1.0, n_users=1000)
@@ -432,7 +440,7 @@ class PureBitSum(_SignedCounts):
 
     @classmethod
     def from_reference_parameters(cls, *, epsilon: float, n_users: int, rho: float = 0.5) -> PureBitSum:
-        """The SPEC section 2.3 reconstruction of GKM23 section 4.4, with its verified epsilon.
+        """privsum's reconstruction of GKM23 section 4.4, with its verified epsilon.
 
         ``eps' = epsilon - 0.01 rho min(epsilon, 1)``, noise ratio ``e^-eps'``,
         ``q = 0.2 rho / (e^epsilon (1 - e^-epsilon)^2 n)``. The event reports the exact pure

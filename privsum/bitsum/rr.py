@@ -1,4 +1,9 @@
-"""Randomized response bit sums: shuffled (CSUZZ19, exact calibration) and the local baseline."""
+"""Randomized response bit sums: shuffled (CSUZZ19, exact calibration) and the local baseline.
+
+References:
+    Wagner, "Learning from End User Data with Shuffled Differential Privacy over Kernel
+    Densities", ICLR 2025.
+"""
 
 from __future__ import annotations
 
@@ -158,7 +163,7 @@ class RRBitSum(_FlippedReports):
 
     References:
         Cheu et al., "Distributed Differential Privacy via Shuffling", EUROCRYPT 2019 (analytic
-        calibration, SPEC section 2.1).
+        calibration).
 
     Examples:
         >>> protocol = RRBitSum(n_users=1000, flip_probability=0.05, delta=1e-6)
@@ -192,7 +197,7 @@ class RRBitSum(_FlippedReports):
             n_users: users taking part.
             calibration: ``"tight"``: bisection on ``q`` against a growing set of neighbours, the
                 result checked against every neighbour (branch and bound, no slack: a block is
-                settled only when its dominating pair meets the target); ``"analytic"``: CSUZZ19 as in the seed's
+                settled only when its dominating pair meets the target); ``"analytic"``: CSUZZ19 as in the paper's
                 reference code, ``lambda = 64 log(4/delta)/epsilon^2`` if
                 ``epsilon >= sqrt(192 log(4/delta)/n)``, else
                 ``lambda = n - epsilon n^1.5/sqrt(432 log(4/delta))``; ``q = lambda/(2n)``.
@@ -261,7 +266,7 @@ class RRBitSum(_FlippedReports):
 
 @dataclass(frozen=True, kw_only=True)
 class LocalRRBitSum(_FlippedReports):
-    """Local randomized response: the baseline without shuffling (seed 000 App. C).
+    """Local randomized response: the baseline without shuffling (App. C of Wagner (ICLR 2025)).
 
     Args:
         n_users: users (the guarantee does not depend on it).

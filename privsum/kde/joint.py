@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from privsum._random import RNGLike, as_generator
-from privsum._validation import check_integer, check_real, invalid
+from privsum._validation import check_integer, check_real, invalid, refusals_as
 from privsum.accounting.events import PrivacyEvent
 from privsum.accounting.guarantee import PrivacyGuarantee
 from privsum.kde.function import KDEFunction
@@ -130,14 +130,15 @@ class JointClassKDE:
             else check_real(count_weight, "count_weight", owner, low=0.0, low_open=True)
         )
         width = family.n_repetitions * family.n_coordinates + 1
-        vector_sum = protocol.from_privacy(
-            epsilon=epsilon,
-            delta=delta,
-            n_users=n_users,
-            dimension=n_classes * width,
-            norm_bound=cls.row_norm_bound(family, weight),
-            neighbouring=neighbouring,
-        )
+        with refusals_as(owner, {"dimension": "family", "norm_bound": "family"}):  # derived from the family
+            vector_sum = protocol.from_privacy(
+                epsilon=epsilon,
+                delta=delta,
+                n_users=n_users,
+                dimension=n_classes * width,
+                norm_bound=cls.row_norm_bound(family, weight),
+                neighbouring=neighbouring,
+            )
         return cls(family=family, n_classes=n_classes, vector_sum=vector_sum, count_weight=weight)
 
     @property
@@ -182,7 +183,10 @@ class JointClassKDE:
         """
         owner = "JointClassKDE"
         points = self.family.check_points(x, "x")
-        classes = np.asarray(labels)
+        try:
+            classes = np.asarray(labels)
+        except (TypeError, ValueError) as error:
+            raise invalid("labels", owner, "a 1-D array of class indices", f"an unconvertible input ({error})") from None
         if classes.shape != (points.shape[0],) or points.shape[0] == 0:
             raise invalid(
                 "labels", owner, f"one class index per point ({points.shape[0]}, at least one)", f"shape {classes.shape}"

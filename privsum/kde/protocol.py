@@ -1,4 +1,9 @@
-"""The shuffled-DP KDE protocol: any LSQ family over any bit-sum protocol (seed 001 Algorithm 1)."""
+"""The shuffled-DP KDE protocol: any LSQ family over any bit-sum protocol (Algorithm 1 of Wagner (ICLR 2025)).
+
+References:
+    Wagner, "Learning from End User Data with Shuffled Differential Privacy over Kernel
+    Densities", ICLR 2025.
+"""
 
 from __future__ import annotations
 
@@ -51,7 +56,7 @@ _MAX_CALIBRATION_STEPS = 40
 
 @dataclass(frozen=True, kw_only=True)
 class ShuffledKDE(ShuffleProtocol):
-    """Shuffled-DP kernel density estimation from bit sums (seed 001 Algorithm 1).
+    """Shuffled-DP kernel density estimation from bit sums (Algorithm 1 of Wagner (ICLR 2025)).
 
     Public: ``I`` draws ``(f_i, g_i)`` of an LSQ ``family`` and ``I*Q`` independent instances of a
     calibrated ``bitsum`` protocol. A user with point ``x`` rounds each coordinate to a bit
@@ -111,7 +116,7 @@ class ShuffledKDE(ShuffleProtocol):
         bounds its supRMSE by ``sqrt(4 beta^2 + 16 R^4 S (S + (E/n)^2) / I)`` (`sup_rmse_bound`).
 
     References:
-        Wagner et al., *Learning from End User Data with Shuffled Differential Privacy over Kernel
+        Wagner, *Learning from End User Data with Shuffled Differential Privacy over Kernel
         Densities* (ICLR 2025), Algorithm 1, Theorems 3.2-3.3.
 
     Examples:

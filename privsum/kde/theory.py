@@ -1,4 +1,9 @@
-"""Closed forms of the shuffled-DP KDE protocol (seed 001 Theorems 3.2 and 3.3)."""
+"""Closed forms of the shuffled-DP KDE protocol (Theorem s of Wagner (ICLR 2025) 3.2 and 3.3).
+
+References:
+    Wagner, "Learning from End User Data with Shuffled Differential Privacy over Kernel
+    Densities", ICLR 2025.
+"""
 
 from __future__ import annotations
 
@@ -95,7 +100,7 @@ class GaussianKDEParameters:
 
 
 def gaussian_kde_parameters(alpha: float, *, epsilon: float, delta: float) -> GaussianKDEParameters:
-    """Parameters of seed 001 Theorem 3.3 (random Fourier features with a 3NB bit sum).
+    """Parameters of Theorem 3.3 of Wagner (ICLR 2025) (random Fourier features with a 3NB bit sum).
 
     Privacy:
         Theorem 3.3 proves (epsilon, delta) up to unstated constants; compose the returned
@@ -103,7 +108,7 @@ def gaussian_kde_parameters(alpha: float, *, epsilon: float, delta: float) -> Ga
         guarantee actually obtained, which is what privsum reports.
 
     References:
-        Wagner et al., seed 001, Theorem 3.3 and Appendix A.2.
+        Wagner (ICLR 2025), Theorem 3.3 and Appendix A.2.
 
     Examples:
         >>> gaussian_kde_parameters(0.1, epsilon=1.0, delta=1e-6).n_repetitions

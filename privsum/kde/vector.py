@@ -1,6 +1,6 @@
 """The KDE over a vector-sum protocol: one private sum of the users' LSQ features, no 1-bit rounding.
 
-The released coefficients of a KDE are ``F_ij = sum_u f_i(x_u)_j`` (Wagner et al., ICLR 2025,
+The released coefficients of a KDE are ``F_ij = sum_u f_i(x_u)_j`` (Wagner, ICLR 2025,
 section 3): a single vector sum of the users' flattened features. `VectorSumKDE` computes it with
 any vector-sum protocol (the shuffled Skellam sum, or the central Gaussian and exact references of
 `privsum.sums.central_vector`), whose L2 accounting replaces Algorithm 1's per-instance bit sums and
@@ -16,7 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from privsum._random import RNGLike, as_generator
-from privsum._validation import check_integer, invalid
+from privsum._validation import check_integer, invalid, refusals_as
 from privsum.accounting.events import PrivacyEvent
 from privsum.accounting.guarantee import PrivacyGuarantee
 from privsum.kde.function import KDEFunction
@@ -105,7 +105,7 @@ class VectorSumKDE:
         `privsum.lsq.RandomFourierFeatures`).
 
     References:
-        Wagner et al., *Learning from End User Data with Shuffled Differential Privacy over
+        Wagner, *Learning from End User Data with Shuffled Differential Privacy over
         Kernel Densities*, ICLR 2025 (the KDE as a sum of features).
 
     Examples:
@@ -159,14 +159,15 @@ class VectorSumKDE:
             raise invalid("family", owner, "an LSQFamily", type(family).__name__)
         if not (isinstance(protocol, type) and callable(getattr(protocol, "from_privacy", None))):
             raise invalid("protocol", owner, "a vector-sum protocol class with from_privacy", protocol)
-        vector_sum = protocol.from_privacy(
-            epsilon=epsilon,
-            delta=delta,
-            n_users=n_users,
-            dimension=family.n_repetitions * family.n_coordinates,
-            norm_bound=feature_norm_bound(family),
-            neighbouring=neighbouring,
-        )
+        with refusals_as(owner, {"dimension": "family", "norm_bound": "family"}):  # derived from the family
+            vector_sum = protocol.from_privacy(
+                epsilon=epsilon,
+                delta=delta,
+                n_users=n_users,
+                dimension=family.n_repetitions * family.n_coordinates,
+                norm_bound=feature_norm_bound(family),
+                neighbouring=neighbouring,
+            )
         return cls(family=family, vector_sum=vector_sum)
 
     @property

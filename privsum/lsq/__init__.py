@@ -1,7 +1,11 @@
 """Locality-sensitive quantization (LSQ) families: random Fourier features, random signs, LSH.
 
 Every family is public randomness fixed by a stored ``seed``; ``f`` and ``g`` map ``(n, d)``
-points to ``(n, I, Q)`` arrays (seed 001 Definition 2.1; SPEC section 4).
+points to ``(n, I, Q)`` arrays (Definition 2.1 of Wagner (ICLR 2025)).
+
+References:
+    Wagner, "Learning from End User Data with Shuffled Differential Privacy over Kernel
+    Densities", ICLR 2025.
 """
 
 from privsum.lsq.base import LSQFamily

@@ -1,4 +1,9 @@
-"""Locality-sensitive quantization (LSQ) families (seed 001 Definition 2.1)."""
+"""Locality-sensitive quantization (LSQ) families (Definition 2.1 of Wagner (ICLR 2025)).
+
+References:
+    Wagner, "Learning from End User Data with Shuffled Differential Privacy over Kernel
+    Densities", ICLR 2025.
+"""
 
 from __future__ import annotations
 

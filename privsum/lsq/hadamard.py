@@ -10,7 +10,11 @@ signs) is orthogonal: it preserves norms and inner products, and spreads the mas
 vector evenly over the coordinates. Subsampling ``k`` of its coordinates and rescaling by
 ``sqrt(m/k)`` gives the fast Johnson–Lindenstrauss transform (Ailon & Chazelle 2009, the
 subsampled randomized Hadamard transform), used as optional preprocessing of LSQ families for
-large ``d`` (seed 001 Appendix A.2).
+large ``d`` (Appendix A.2 of Wagner (ICLR 2025)).
+
+References:
+    Wagner, "Learning from End User Data with Shuffled Differential Privacy over Kernel
+    Densities", ICLR 2025.
 """
 
 from __future__ import annotations
@@ -150,7 +154,7 @@ class FastJLT:
 
     References:
         Ailon & Chazelle, *The fast Johnson–Lindenstrauss transform and approximate nearest
-        neighbors*, SIAM J. Comput. 2009; seed 001 Appendix A.2.
+        neighbors*, SIAM J. Comput. 2009; Appendix A.2 of Wagner (ICLR 2025)
 
     Examples:
         >>> jlt = FastJLT(input_dimension=1000, output_dimension=256, seed=1)

@@ -1,4 +1,9 @@
-"""LSQ families for the inner-product kernel ``k(x, y) = x^T y`` (seed 001 Appendix A.3)."""
+"""LSQ families for the inner-product kernel ``k(x, y) = x^T y`` (Appendix A.3 of Wagner (ICLR 2025)).
+
+References:
+    Wagner, "Learning from End User Data with Shuffled Differential Privacy over Kernel
+    Densities", ICLR 2025.
+"""
 
 from __future__ import annotations
 
@@ -54,7 +59,7 @@ class RandomSigns(_NormBounded):
         One repetition's product has variance ``||x||^2 ||y||^2 + (x^T y)^2 - 2 sum_j x_j^2 y_j^2``.
 
     References:
-        Wagner et al., seed 001 Appendix A.3.
+        Wagner (ICLR 2025), Appendix A.3.
 
     Examples:
         >>> family = RandomSigns(dimension=3, n_repetitions=2, seed=0)

@@ -1,8 +1,16 @@
-"""Locality-sensitive hashing as one-hot LSQ families (seed 001 section 2.3; seed 002 section 2.3).
+"""Locality-sensitive hashing as one-hot LSQ families.
+
+As in section 2.3 of Wagner (ICLR 2025) and section 2.3 of Coleman & Shrivastava (CCS 2021).
 
 An LSH family maps a point to a hash code per repetition; ``f = g = one-hot(code)`` over ``Q``
 buckets gives ``f(x)^T g(y) = 1[codes collide]``, so ``E[f(x)^T g(y)]`` is the collision
 probability: an LSQ family with ``R = S = 1`` whose kernel is the collision-probability kernel.
+
+References:
+    Wagner, "Learning from End User Data with Shuffled Differential Privacy over Kernel
+    Densities", ICLR 2025.
+    Coleman & Shrivastava, "A One-Pass Distributed and Private Sketch for Kernel Sums with
+    Applications to Machine Learning at Scale", CCS 2021.
 """
 
 from __future__ import annotations

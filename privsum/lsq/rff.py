@@ -1,4 +1,9 @@
-"""Random Fourier features: an exact LSQ family for the Gaussian kernel (seed 001 section 2)."""
+"""Random Fourier features: an exact LSQ family for the Gaussian kernel (section 2 of Wagner (ICLR 2025)).
+
+References:
+    Wagner, "Learning from End User Data with Shuffled Differential Privacy over Kernel
+    Densities", ICLR 2025.
+"""
 
 from __future__ import annotations
 
@@ -31,7 +36,7 @@ class RandomFourierFeatures(LSQFamily):
         n_repetitions: ``I``, the number of independent draws ``(f_i, g_i)``.
         bandwidth: ``h > 0``.
         seed: public seed of the frequencies and phases.
-        projection: optional `FastJLT` applied first (for large ``d``; seed 001 Appendix A.2). The
+        projection: optional `FastJLT` applied first (for large ``d``; Appendix A.2 of Wagner (ICLR 2025)). The
             family is then exact for the kernel of the *projected* points, which is what `kernel`
             returns; it approximates the original kernel up to the JL distortion.
 
@@ -42,7 +47,7 @@ class RandomFourierFeatures(LSQFamily):
 
     References:
         Rahimi & Recht, *Random features for large-scale kernel machines*, NeurIPS 2007;
-        Wagner et al., seed 001 Definition 2.1 and Theorem 3.3.
+        Wagner (ICLR 2025), Definition 2.1 and Theorem 3.3.
 
     Examples:
         >>> family = RandomFourierFeatures(dimension=2, n_repetitions=4000, seed=0)

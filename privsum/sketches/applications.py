@@ -2,6 +2,10 @@
 
 Every application is post-processing of released sketches, so its guarantee is the release's.
 KDE is `ReleasedRACE.density` itself; this module adds the rest.
+
+References:
+    Coleman & Shrivastava, "A One-Pass Distributed and Private Sketch for Kernel Sums with
+    Applications to Machine Learning at Scale", CCS 2021.
 """
 
 from __future__ import annotations
@@ -87,7 +91,7 @@ def _check_labels(labels: Any, name: str, owner: str) -> np.ndarray:
 def anomaly_score(sketch: RACE | ReleasedRACE, queries: Any, *, method: str = "mean", n_groups: int = 9) -> np.ndarray:
     """Anomaly scores ``-density(y)``: the higher, the fewer sketched points lie near ``y``.
 
-    A query with a low estimated kernel density has few similar points in the data (seed 002
+    A query with a low estimated kernel density has few similar points in the data (Coleman & Shrivastava (CCS 2021)
     section 4, after Luo & Shrivastava's ACE). Flag anomalies by thresholding the score, e.g. at
     minus a density quantile of known-normal points.
 
@@ -115,7 +119,7 @@ def anomaly_score(sketch: RACE | ReleasedRACE, queries: Any, *, method: str = "m
 
 
 class RACEClassifier:
-    """Kernel-density classifier from one released RACE sketch per class (seed 002 section 4).
+    """Kernel-density classifier from one released RACE sketch per class (section 4 of Coleman & Shrivastava (CCS 2021)).
 
     `fit` builds a sketch of each class's points over one shared public LSH family and releases
     each with discrete Laplace noise. With ``K_c(y)`` the estimated kernel sum of class ``c`` and

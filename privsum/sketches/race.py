@@ -1,4 +1,9 @@
-"""RACE: repeated arrays of count estimators over an LSH family, and its private release (Coleman & Shrivastava, CCS 2021)."""
+"""RACE: repeated arrays of count estimators over an LSH family, and its private release (Coleman & Shrivastava, CCS 2021).
+
+References:
+    Coleman & Shrivastava, "A One-Pass Distributed and Private Sketch for Kernel Sums with
+    Applications to Machine Learning at Scale", CCS 2021.
+"""
 
 from __future__ import annotations
 
@@ -148,11 +153,11 @@ class RACE(_CounterArray):
 
     Utility:
         Each row is unbiased; for the `mean` over ``R`` rows the variance is at most
-        ``(sum_i sqrt(k(x_i, y)))^2 / R`` (seed 002 Theorem 2) plus the folding term.
+        ``(sum_i sqrt(k(x_i, y)))^2 / R`` (Theorem 2 of Coleman & Shrivastava (CCS 2021)) plus the folding term.
 
     References:
         Coleman & Shrivastava, *A one-pass distributed and private sketch for kernel sums with
-        applications to machine learning at scale*, CCS 2021 (seed 002); Coleman & Shrivastava,
+        applications to machine learning at scale*, CCS 2021 (Coleman & Shrivastava (CCS 2021)); Coleman & Shrivastava,
         *Sub-linear RACE sketches for approximate kernel density estimation on streaming data*,
         WWW 2020.
 
@@ -281,12 +286,12 @@ class RACE(_CounterArray):
 
         One user's point changes one counter per row by 1 under add/remove (L1 sensitivity
         ``R``) and at most two counters per row under replace-one (L1 sensitivity ``2R``), so the
-        noise scale is ``R/epsilon`` or ``2R/epsilon`` on the **raw counts**. (Seed 002's public
+        noise scale is ``R/epsilon`` or ``2R/epsilon`` on the **raw counts**. (Coleman & Shrivastava (CCS 2021)'s public
         code uses ``R/(N epsilon)`` on raw counts, ``N`` times too little noise; this does not.)
 
         Args:
             epsilon: the privacy parameter, ``> 0``.
-            neighbouring: ``"add-remove"`` (seed 002's relation) or ``"replace-one"``.
+            neighbouring: ``"add-remove"`` (Coleman & Shrivastava (CCS 2021)'s relation) or ``"replace-one"``.
             noise_source: ``"opendp"`` (exact sampler, OS randomness; ``rng`` must be ``None`` or ``"secure"``) or
                 ``"numpy"`` (seeded from ``rng``; floating-point geometric sampling, for experiments).
             rng: private randomness for ``noise_source="numpy"``; never stored.
@@ -354,7 +359,7 @@ class RACE(_CounterArray):
         """Suggest rows ``R`` and width ``W`` for a target relative error at a typical query.
 
         The model: at a query whose kernel sum is ``K = n * kappa`` (``kappa = typical_density``),
-        one row has variance at most ``n K`` (Cauchy–Schwarz on seed 002 Theorem 2) and the noise
+        one row has variance at most ``n K`` (Cauchy–Schwarz on Theorem 2 of Coleman & Shrivastava (CCS 2021)) and the noise
         adds ``2 (c R/epsilon)^2`` per row (``c = 1`` add/remove, ``2`` replace-one), so the mean
         over ``R`` rows has variance ``n K / R + 2 c^2 R / epsilon^2``. The smallest ``R`` meeting
         ``relative_error * K`` is returned; if none does under the privacy noise, the ``R`` that

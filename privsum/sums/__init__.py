@@ -3,13 +3,19 @@
 * `BlanketRealSum`: single-message real sum with the privacy blanket (BBGN19), analytic or tight.
 * `CorrelatedNoiseSum`: correlated-noise integer sum (GKMPS21), with a numerical privacy check.
 * `MultiMessageSum`: additive shares plus discrete Laplace noise (BBGN20), the low-message baseline.
-* `ShuffledVectorSum`: vector sum with ``t`` sampled coordinates (Scott, Cormode & Maple; seed 003).
+* `ShuffledVectorSum`: vector sum with ``t`` sampled coordinates (Scott, Cormode & Maple; Scott, Cormode & Maple (BICOD 2021)).
 * `SkellamVectorSum`: vector sum with L2 accounting: conditional rounding, divisible Skellam noise and
   split-and-mix shares (Agarwal, Kairouz & Liu, NeurIPS 2021; Balle, Bell, Gascón & Nissim, CCS 2020).
 * `CentralGaussianVectorSum`, `ExactVectorSum`: the central Gaussian mechanism with L2 sensitivity
   (Balle & Wang's exact calibration) and the exact sum, references for the shuffled vector sums.
 * `ClippedSum`, `ClippedVectorSum`, `SparseVectorAggregation`: instance-optimal clipped sums in one
-  round (seed 004), with the central references `PrivateCentralClippedSum` and `CentralClippedSum`.
+  round (Dong et al. (CCS 2024)), with the central references `PrivateCentralClippedSum` and `CentralClippedSum`.
+
+References:
+    Scott, Cormode & Maple, "Applying the Shuffle Model of Differential Privacy to Vector
+    Aggregation", BICOD 2021.
+    Dong, Luo, Fanti, Shi & Yi, "(Almost) Instance-optimal Clipping for Summation Problems in
+    the Shuffle Model of Differential Privacy", CCS 2024.
 """
 
 from privsum.sums.blanket import (

@@ -6,10 +6,14 @@ Each user randomly rounds ``x in [0, 1]`` to ``{0, ..., k}`` and, with probabili
 Two ways to certify privacy:
 
 * ``"analytic"``: the closed form of BBGN19 (``epsilon < 1``) and of Scott, Cormode & Maple
-  (seed 003, section 4.5, ``1 <= epsilon < 6``) with ``d = 1``.
+  (Scott, Cormode & Maple (BICOD 2021), section 4.5, ``1 <= epsilon < 6``) with ``d = 1``.
 * ``"tight"``: the exact privacy profile of a *dominating pair* (`blanket_profile`), derived in
   the docstring of that function. It is an upper bound on the shuffled view's profile for every
   pair of neighbouring datasets, and much smaller than the analytic bound.
+
+References:
+    Scott, Cormode & Maple, "Applying the Shuffle Model of Differential Privacy to Vector
+    Aggregation", BICOD 2021.
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ def analytic_blanket_probability(epsilon: float, delta: float, *, size: float, n
     """The blanket probability ``gamma`` of the closed-form bounds (may exceed 1: then infeasible).
 
     ``size`` is ``k`` for the scalar protocol and ``d k`` for the vector protocol; ``samples`` is the
-    number ``t`` of coordinates each user reports (seed 003, Theorem 4.1 and section 4.5):
+    number ``t`` of coordinates each user reports (Scott, Cormode & Maple (BICOD 2021), Theorem 4.1 and section 4.5):
 
     * ``t = 1, epsilon < 1``: ``max(14 size log(2/delta) / ((n-1) eps^2), 27 size / ((n-1) eps))`` (BBGN19);
     * ``t = 1, 1 <= epsilon < 6``: ``max(80 size log(2/delta) / ((n-1) eps^2), 36 size / (11 (n-1) eps))``;
@@ -195,7 +199,9 @@ def _binomial_range(distribution: Any, trials: int, tail: float) -> tuple[int, i
 
 
 def default_precision(epsilon: float, delta: float, *, n_users: int, dimension: int = 1, samples: int = 1) -> int:
-    """The ``k`` minimising seed 003's MSE bound ``t (1/(4k^2) + gamma/4) / (1 - gamma)^2`` with analytic ``gamma``.
+    """The ``k`` minimising the MSE bound ``t (1/(4k^2) + gamma/4) / (1 - gamma)^2`` with analytic ``gamma``.
+
+    The bound is that of Scott, Cormode & Maple (BICOD 2021).
 
     Falls back to ``round((n min(epsilon, 1) / (54 d))^(1/3))`` (at least 1) where no ``k`` is feasible.
     """
@@ -299,7 +305,7 @@ class BlanketRealSum(ShuffleProtocol):
     Privacy:
         Replace-one, per instance, on the shuffled multiset; trusted shuffler. ``"tight"``: the
         headline is ``(profile.epsilon(delta), delta)`` of `blanket_profile` (verifiable by
-        calling ``event.profile``). ``"analytic"``: BBGN19 Theorem (``epsilon < 1``) or seed 003
+        calling ``event.profile``). ``"analytic"``: BBGN19 Theorem (``epsilon < 1``) or Scott, Cormode & Maple (BICOD 2021)
         section 4.5 with ``d = 1`` (``1 <= epsilon < 6``).
 
         Participation: the randomizer does not depend on ``n``, so any number of users may take
@@ -317,7 +323,7 @@ class BlanketRealSum(ShuffleProtocol):
 
     References:
         Balle, Bell, Gascón & Nissim, "The privacy blanket of the shuffle model", CRYPTO 2019.
-        Scott, Cormode & Maple, BICOD 2021 (seed 003), section 4.5.
+        Scott, Cormode & Maple, BICOD 2021 (Scott, Cormode & Maple (BICOD 2021)), section 4.5.
 
     Examples:
         >>> protocol = BlanketRealSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=10_000)
@@ -368,7 +374,7 @@ class BlanketRealSum(ShuffleProtocol):
             delta: target delta, in ``(0, 1)``.
             n_users: number of users.
             calibration: ``"tight"`` (bisection on the exact dominating-pair profile) or ``"analytic"``.
-            precision: ``k``; ``None`` picks it: for ``"analytic"`` the ``k`` minimising seed 003's MSE
+            precision: ``k``; ``None`` picks it: for ``"analytic"`` the ``k`` minimising Scott, Cormode & Maple (BICOD 2021)'s MSE
                 bound with ``d = 1``; for ``"tight"`` the ``k`` minimising the worst-case variance with
                 the tight ``gamma`` (a local search, each candidate calibrated exactly).
             clip: see the class.

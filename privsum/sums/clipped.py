@@ -1,4 +1,4 @@
-"""Instance-optimal clipped sums in one shuffle round (Dong, Luo, Fanti, Shi & Yi, CCS 2024; seed 004; SPEC 3.5).
+"""Instance-optimal clipped sums in one shuffle round (Dong, Luo, Fanti, Shi & Yi, CCS 2024; Dong et al. (CCS 2024)).
 
 The domain ``{0..U}`` (``U`` a power of two) is cut into ``log2 U + 1`` sub-domains
 ``I_0 = {0, 1}`` and ``I_j = (2^{j-1}, 2^j]``. Every user takes part in one summation instance per
@@ -13,6 +13,10 @@ Also here: the baselines over the full domain (`full_domain_correlated_sum`,
 `full_domain_multi_message_sum`) and the central-DP clipping references: `CentralClippedSum`
 (a given ``tau``, or the non-private oracle ``tau = max``) and `PrivateCentralClippedSum` (``tau``
 chosen privately, then clipping: the fair central-DP comparison).
+
+References:
+    Dong, Luo, Fanti, Shi & Yi, "(Almost) Instance-optimal Clipping for Summation Problems in
+    the Shuffle Model of Differential Privacy", CCS 2024.
 """
 
 from __future__ import annotations
@@ -167,7 +171,7 @@ def choose_instance(
     grows with the sub-domain's population); it is only considered for ``domain <=
     max_correlated_domain`` (its noise messages grow like ``domain^2 log^2 domain / (epsilon n)``).
     The comparison counts the messages of a user whose value is elsewhere (the noise), plus one
-    data message for GKMPS21 (seed 004 section 8).
+    data message for GKMPS21 (section 8 of Dong et al. (CCS 2024)).
 
     Examples:
         >>> choose_instance(epsilon=0.5, delta=5e-7, n_users=100_000, domain=1).__class__.__name__
@@ -340,7 +344,7 @@ class ClippedSum(ShuffleProtocol):
     probability at most ``beta / (log2 U + 1)`` and ``tau`` overshoots the data's sub-domain with
     probability at most ``beta`` (union bound; tested).
 
-    **Real inputs** (seed 004, footnote 3): with ``resolution`` set, inputs are reals in
+    **Real inputs** (Dong et al. (CCS 2024), footnote 3): with ``resolution`` set, inputs are reals in
     ``[0, U resolution]``, randomly rounded (unbiased) to multiples of ``resolution`` before the
     protocol; the estimate is in input units. Extra error: at most ``resolution`` per user,
     ``resolution sqrt(n)/2`` standard deviation at worst.
@@ -365,14 +369,14 @@ class ClippedSum(ShuffleProtocol):
         independent mechanisms on disjoint columns of a user-by-sub-domain table.
         **Replace-one** (default): a user whose value moves from ``I_j`` to ``I_k`` changes one
         entry of column ``j`` and one of column ``k``, so the guarantee is the basic composition of
-        two instances' guarantees: ``ParallelEvent(instance events, parts_per_user=2)`` (SPEC 0),
+        two instances' guarantees: ``ParallelEvent(instance events, parts_per_user=2)``,
         and `from_privacy` runs every instance at ``(epsilon/2, delta/2)``. **Zero-out**: a user's
         value is replaced by ``0`` (who takes part is unchanged); ``0`` contributes nothing to any
         instance, so the change touches only the user's own sub-domain and every instance runs at
-        the full ``(epsilon, delta)``. This is the accounting of seed 004's parallel-composition
+        the full ``(epsilon, delta)``. This is the accounting of Dong et al. (CCS 2024)'s parallel-composition
         argument; under replace-one the same protocol is only ``(2 epsilon, (1 + e^epsilon) delta)``-DP
         (`zero_out_to_replace_one`). The instances' own guarantees are those of
-        `CorrelatedNoiseSum` (analytic: GKMPS21's claim with SPEC 3.2's constants) and
+        `CorrelatedNoiseSum` (analytic: GKMPS21's claim with restated constants) and
         `SparseMultiMessageSum` (epsilon exact from the noise; delta from BBGN20's share theorem,
         not verified here). The analyzer (thresholds, ``tau``) is post-processing.
 
@@ -386,11 +390,11 @@ class ClippedSum(ShuffleProtocol):
     Utility:
         Each ``S_j`` is unbiased with error ``O(2^j / epsilon)``; with probability ``1 - beta``
         ``tau`` does not overshoot, and the error is ``O(max_i x_i log(log U / beta) / epsilon)``
-        (seed 004 Theorem 5.1). The output drops (does not clip) values above ``tau``.
+        (Theorem 5.1 of Dong et al. (CCS 2024)). The output drops (does not clip) values above ``tau``.
 
     References:
         Dong, Luo, Fanti, Shi & Yi, "(Almost) instance-optimal clipping for summation problems in
-        the shuffle model of differential privacy", CCS 2024 (seed 004), sections 5 and 8.
+        the shuffle model of differential privacy", CCS 2024 (Dong et al. (CCS 2024)), sections 5 and 8.
 
     Examples:
         >>> protocol = ClippedSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=2_000, domain=2**10)
@@ -461,7 +465,7 @@ class ClippedSum(ShuffleProtocol):
             domain: ``U``, a power of two.
             calibration: only ``"analytic"``: the instances' guarantees are the papers' (see the class).
             failure_probability: ``beta`` of the threshold rule.
-            method: ``"auto"`` (fewest messages per sub-domain, seed 004 section 8), ``"correlated"``
+            method: ``"auto"`` (fewest messages per sub-domain, section 8 of Dong et al. (CCS 2024)), ``"correlated"``
                 (GKMPS21 everywhere) or ``"multi-message"`` (BBGN20 everywhere).
             max_correlated_domain: largest sub-domain width for which ``"auto"`` considers GKMPS21.
             resolution: see the class.
@@ -773,7 +777,7 @@ def default_rounding_levels(epsilon: float, n_users: int, domain: int) -> int:
 
     With ``D`` levels the rounding error has standard deviation at most ``(U/D) sqrt(n)/2``
     against the central noise's ``~ sqrt(2) U/(0.7 epsilon)``; at ``D = epsilon sqrt(n)`` rounding
-    adds about 3% to the error variance. (Seed 004 rounds to a coarser grid of its own; its value
+    adds about 3% to the error variance. (Dong et al. (CCS 2024) rounds to a coarser grid of its own; its value
     was lost in extraction.)
 
     Examples:
@@ -898,8 +902,8 @@ def _opendp_discrete_laplace(total: int, sensitivity: int, epsilon: float) -> in
 class PrivateCentralClippedSum:
     """Central-DP clipping with a privately chosen threshold: the fair central reference for `ClippedSum`.
 
-    A central analogue of seed 004's gold standard (Dong & Yi 2023 find ``tau`` privately, then
-    clip; their exact selection rule is not restated in seed 004, so this is *a* mechanism of that
+    A central analogue of Dong et al. (CCS 2024)'s gold standard (Dong & Yi 2023 find ``tau`` privately, then
+    clip; their exact selection rule is not restated in Dong et al. (CCS 2024), so this is *a* mechanism of that
     type, not theirs). The candidates are the same ``tau_j = 2^j``, ``j = 0..log2 U``, as
     `ClippedSum`'s. With ``c_j = #{i : x_i > 2^j}`` (values that ``tau_j`` clips), ``c_{-1} = n``
     and the target rank ``k = ceil(2 log((log2 U + 1)/beta) / epsilon_1)``, the exponential
@@ -938,7 +942,7 @@ class PrivateCentralClippedSum:
         with ``a = e^{-epsilon_2/tau}``.
 
     References:
-        Dong & Yi, "Universal private estimators", PODS 2023 (seed 004's [DY23]); McSherry &
+        Dong & Yi, "Universal private estimators", PODS 2023 (Dong et al. (CCS 2024)'s [DY23]); McSherry &
         Talwar, "Mechanism design via differential privacy", FOCS 2007 (exponential mechanism).
 
     Examples:

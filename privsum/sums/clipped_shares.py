@@ -1,10 +1,14 @@
 """BBGN20 additive shares with a sparse view, for moduli far beyond a dense histogram (``q`` up to ``2^46``).
 
-The clipped sums of SPEC 3.5 run BBGN20 on sub-domains up to ``2^20`` wide with ``n ~ 10^5``
+The clipped sums of Dong et al. (CCS 2024) run BBGN20 on sub-domains up to ``2^20`` wide with ``n ~ 10^5``
 users, so the modulus reaches ``2^37``: one column per residue is out of the question, but the
 shuffled multiset itself (``n m`` shares) is small. `SparseMultiMessageSum` is `MultiMessageSum`
 with the same randomizer, noise and guarantee, viewed through a `SparseMessageHistogram` and
 analysed with exact integer arithmetic.
+
+References:
+    Dong, Luo, Fanti, Shi & Yi, "(Almost) Instance-optimal Clipping for Summation Problems in
+    the Shuffle Model of Differential Privacy", CCS 2024.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""High-dimensional clipped sums and sparse vector aggregation in one shuffle round (seed 004 sections 6-7; SPEC 3.5).
+"""High-dimensional clipped sums and sparse vector aggregation in one shuffle round (section s of Dong et al. (CCS 2024) 6-7).
 
 * `ClippedVectorSum`: public random rotation (randomized Walsh-Hadamard, padded to a power of two),
   each rotated coordinate split into its positive and negative parts, the one-round `ClippedSum`
@@ -9,6 +9,10 @@
   instances; the analyzer keeps the levels up to the last one with enough users.
 * Central-DP references `CentralClippedVectorSum` and `CentralSparseAggregation` (Gaussian noise
   via OpenDP).
+
+References:
+    Dong, Luo, Fanti, Shi & Yi, "(Almost) Instance-optimal Clipping for Summation Problems in
+    the Shuffle Model of Differential Privacy", CCS 2024.
 """
 
 from __future__ import annotations
@@ -257,7 +261,9 @@ def compose_like_budget(
 # --------------------------------------------------------------------------- high-dimensional clipped sum
 @dataclass(frozen=True, kw_only=True)
 class ClippedVectorSum(ShuffleProtocol):
-    """One-round shuffled sum of vectors in the ``l2`` ball of radius ``R`` with per-coordinate clipping (seed 004 section 6).
+    """One-round shuffled sum of vectors in the ``l2`` ball of radius ``R`` with per-coordinate clipping.
+
+    Section 6 of Dong et al. (CCS 2024).
 
     Each user rotates its vector by the public ``H = (1/sqrt d') Hadamard diag(signs)`` (``d'`` the
     dimension padded to a power of two), randomly rounds ``|Hx| U / R`` to integers in ``{0..U}``
@@ -296,7 +302,7 @@ class ClippedVectorSum(ShuffleProtocol):
         back preserves the ``l2`` error. Rounding adds ``(R/U) sqrt(n)/2`` per coordinate at most.
 
     References:
-        Dong, Luo, Fanti, Shi & Yi, CCS 2024 (seed 004), section 6; Ailon & Chazelle 2009 (rotation).
+        Dong, Luo, Fanti, Shi & Yi, CCS 2024 (Dong et al. (CCS 2024)), section 6; Ailon & Chazelle 2009 (rotation).
 
     Examples:
         >>> protocol = ClippedVectorSum.from_privacy(epsilon=4.0, delta=1e-6, n_users=500, dimension=6, radius=1.0, levels=2**8)
@@ -518,7 +524,7 @@ class ClippedVectorSum(ShuffleProtocol):
 # --------------------------------------------------------------------------- sparse vector aggregation
 @dataclass(frozen=True, kw_only=True)
 class SparseVectorAggregation(ShuffleProtocol):
-    """One-round frequency estimation under user-level DP for binary vectors (seed 004 section 7).
+    """One-round frequency estimation under user-level DP for binary vectors (section 7 of Dong et al. (CCS 2024)).
 
     Users are partitioned by sparsity ``s_i = ||x_i||_0`` into levels ``0: s <= 1`` and
     ``j: 2^{j-1} < s <= 2^j`` (``j <= ceil(log2 d)``). Every user takes part in a count instance
@@ -556,7 +562,7 @@ class SparseVectorAggregation(ShuffleProtocol):
 
     Utility:
         ``l_inf`` error ``O(tau log(d log d / beta) / epsilon)``-type with ``tau`` the sparsity
-        level kept, plus the bias of the dropped levels (seed 004 Theorem 7.1).
+        level kept, plus the bias of the dropped levels (Theorem 7.1 of Dong et al. (CCS 2024)).
 
     Examples:
         >>> protocol = SparseVectorAggregation.from_privacy(epsilon=4.0, delta=1e-6, n_users=2_000, dimension=16)

@@ -189,10 +189,16 @@ def test_bad_parameters_are_named(parameters: dict, name: str) -> None:
         ShuffledKDEClassifier(classes=["a", "b"], **parameters).fit(X, y)
 
 
-def test_points_above_the_norm_bound_are_refused_by_the_vector_protocol() -> None:
+@pytest.mark.parametrize(
+    ("protocol", "label_privacy"),
+    [(p, "round") for p in ("central-gaussian", "vector", "exact-vector", "3nb")]
+    + [(p, "joint") for p in ("central-gaussian", "vector", "exact-vector")],
+)
+def test_points_above_the_norm_bound_are_refused_naming_X(protocol: str, label_privacy: str) -> None:
     X, y = two_blobs(20)
-    with pytest.raises(InvalidParameterError, match="'x' parameter.*norm"):
-        ShuffledKDEClassifier(classes=["a", "b"], kernel="ip", protocol="central-gaussian").fit(X * 3, y)
+    model = ShuffledKDEClassifier(classes=["a", "b"], kernel="ip", protocol=protocol, label_privacy=label_privacy)
+    with pytest.raises(InvalidParameterError, match="'X' parameter of ShuffledKDEClassifier must be points of Euclidean norm"):
+        model.fit(X * 3, y)
 
 
 @pytest.mark.parametrize(("kernel", "protocol"), [("gaussian", "central-gaussian"), ("ip", "3nb"), ("lsh", "exact")])

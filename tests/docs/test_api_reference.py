@@ -79,7 +79,9 @@ def test_site_check_catches_math_without_katex_and_private_bases(check_site, tmp
     (tmp_path / "api" / "bitsum" / "index.html").write_text(
         '<p>Bases: <code><span title="privsum.bitsum.rr._FlippedReports">_FlippedReports</span></code></p>', encoding="utf-8"
     )
+    (tmp_path / "cited.html").write_text("<p>as in seed 001 Algorithm 1</p>", encoding="utf-8")
     problems = check_site.site_problems(tmp_path)
+    assert "cited.html uses an internal paper name ('seed 001'): cite authors, title and venue" in problems
     assert "page/index.html has math but does not load KaTeX" in problems
     assert "remote.html loads math from the network" in problems
     assert "api/bitsum/index.html names a private base class" in problems

@@ -14,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 INTERNAL_NAME = re.compile(r"seed 00[0-4]|SPEC §|SPEC section", re.IGNORECASE)
-USER_FACING = ("docs", "README.md", "examples", "benchmarks", "scripts")
+USER_FACING = ("docs", "README.md", "examples", "benchmarks", "scripts", "privsum")  # privsum: docstrings, errors, demo
 TEXT_SUFFIXES = {".md", ".py", ".txt", ".yml", ".toml", ".html", ".csv"}
 
 

@@ -30,7 +30,7 @@ from privsum.bitsum import (
     RRBitSum,
     ThreeNBBitSum,
 )
-from privsum.kde import KDEFunction, ShuffledKDE
+from privsum.kde import JointClassKDE, KDEFunction, ShuffledKDE, VectorSumKDE
 from privsum.lsq import (
     L2LSH,
     FastJLT,
@@ -205,6 +205,14 @@ FROM_PRIVACY_ARGUMENTS: dict[str, tuple[type, dict[str, Any]]] = {
     "ShuffledKDE": (
         ShuffledKDE,
         {"family": RFF, "protocol": RRBitSum, "epsilon": 4.0, "delta": 1e-6, "n_users": N},
+    ),
+    "VectorSumKDE": (
+        VectorSumKDE,
+        {"family": RFF, "protocol": CentralGaussianVectorSum, "epsilon": 1.0, "delta": 1e-6, "n_users": N},
+    ),
+    "JointClassKDE": (
+        JointClassKDE,
+        {"family": RFF, "n_classes": 2, "protocol": CentralGaussianVectorSum, "epsilon": 1.0, "delta": 1e-6, "n_users": N},
     ),
 }
 

@@ -220,3 +220,11 @@ def test_entry_points_raise_only_documented_errors_longer(name, method, data):
 @given(data=st.data())
 def test_constructors_raise_only_documented_errors_longer(name, data):
     test_constructors_raise_only_documented_errors.hypothesis.inner_test(name, data)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", CALIBRATED)
+@SLOW
+@given(data=st.data())
+def test_from_privacy_raises_only_documented_errors_longer(name, data):
+    test_from_privacy_raises_only_documented_errors.hypothesis.inner_test(name, data)

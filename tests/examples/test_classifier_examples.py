@@ -76,8 +76,9 @@ def test_wordnet_full_runs_on_a_tiny_stand_in(tmp_path, capsys):
     assert results[0].accuracy > 0.9  # three well-separated clusters
     assert all(0.0 <= r.accuracy <= 1.0 for r in results)
     assert all("replace-one" in r.guarantee for r in results[1:])
-    for line in ("noun.animal          dog, cat", "noun.food            bread, cheese", "noun.plant           tree, fern"):
-        assert line in printed
+    for name, words in (("noun.animal", ("dog", "cat")), ("noun.food", ("bread", "cheese")), ("noun.plant", ("tree", "fern"))):
+        # the two top words of each class, in either order (their order depends on the calibrated noise)
+        assert any(f"{name:<20} {a}, {b}" in printed for a, b in (words, words[::-1]))
     assert "machine:" in printed and "msgs/user" in printed
     assert (tmp_path / "accuracy_vs_epsilon.csv").read_text().count("\n") == 1 + len(results)
     assert "<svg" in (tmp_path / "accuracy_vs_epsilon.svg").read_text()

@@ -104,7 +104,7 @@ def repeated_composition(guarantee: PrivacyGuarantee, count: int) -> PrivacyGuar
     epsilon = exact_weighted_sum([(guarantee.epsilon, count)])
     delta = exact_weighted_sum([(guarantee.delta, count)])
     if not delta < 1.0:
-        raise invalid("guarantees", "basic_composition", "deltas summing to less than 1", delta)
+        raise invalid("count", owner, f"small enough that count * delta ({guarantee.delta!r}) is below 1", count)
     return PrivacyGuarantee(epsilon, delta, guarantee.neighbouring)
 
 

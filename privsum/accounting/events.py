@@ -137,7 +137,8 @@ class ComposedEvent(PrivacyEvent):
 
     @property
     def guarantee(self) -> PrivacyGuarantee:
-        return repeated_composition(self.event.guarantee, self.count)
+        with refusals_as("ComposedEvent"):
+            return repeated_composition(self.event.guarantee, self.count)
 
     @property
     def neighbouring(self) -> Neighbouring:

@@ -186,7 +186,8 @@ def _self_compose_large(pmf: Any, count: int) -> Any:
     probs = np.asarray(dense._probs, dtype=float)
     low, high = _chernoff_window(probs, count, _TAIL_MASS_TRUNCATION)
     length = high - low + 1
-    if length > _MAX_COMPOSED_ENTRIES:
+    lower_loss = dense._lower_loss * count + low
+    if length > _MAX_COMPOSED_ENTRIES or not abs(lower_loss) + length < 2**62:  # loss indices stay int64 in dp-accounting
         raise invalid(
             "count", "PLDPair.self_compose", f"small enough for a composed PLD of at most {_MAX_COMPOSED_ENTRIES} entries", count
         )
@@ -194,9 +195,7 @@ def _self_compose_large(pmf: Any, count: int) -> Any:
     spectrum = fft.rfft(probs, size) ** count
     composed = np.roll(fft.irfft(spectrum, size), -low)[:length]
     infinity_mass = _TAIL_MASS_TRUNCATION - math.expm1(count * math.log1p(-dense._infinity_mass))
-    return pld_pmf.DensePLDPmf(
-        dense._discretization, dense._lower_loss * count + low, composed, infinity_mass, dense._pessimistic_estimate
-    )
+    return pld_pmf.DensePLDPmf(dense._discretization, lower_loss, composed, infinity_mass, dense._pessimistic_estimate)
 
 
 def _chernoff_window(probs: np.ndarray, count: int, tail_mass: float) -> tuple[int, int]:

@@ -60,7 +60,7 @@ def test_repeated_and_composed_event_equal_the_list_form(epsilon, delta, count):
 
 
 def test_repeated_composition_refuses_deltas_summing_past_one():
-    with pytest.raises(InvalidParameterError, match="guarantees"):
+    with pytest.raises(InvalidParameterError, match="'count' parameter of repeated_composition .* below 1"):
         repeated_composition(PrivacyGuarantee(0.1, 1e-3), 1000)
     with pytest.raises(InvalidParameterError, match="count"):
         repeated_composition(PrivacyGuarantee(0.1, 1e-3), 0)
@@ -144,3 +144,18 @@ def test_best_falls_back_when_the_pld_would_be_too_large_and_pld_raises():
     with pytest.raises(InvalidParameterError, match="count"):
         accountant.epsilon(1e-6, method="pld")
     assert accountant.epsilon(1e-6) == accountant.epsilon(1e-6, method="advanced")
+
+
+def test_counts_near_the_int64_limit_fall_back_to_the_closed_forms_without_overflow():
+    """A composed PLD whose loss indices would leave int64 is declined; "best" reports the closed forms."""
+    accountant = PrivacyAccountant()
+    accountant.compose(GuaranteeEvent(PrivacyGuarantee(1e-12, 1e-25)), count=2**62)
+    epsilon = accountant.epsilon(1e-6)
+    assert 0.0 < epsilon <= accountant.epsilon(1e-6, method="advanced")
+    assert accountant.min_delta() == pytest.approx(2**62 * 1e-25, rel=1e-12)
+
+
+def test_a_vacuous_repeated_guarantee_names_the_count():
+    event = ComposedEvent(GuaranteeEvent(PrivacyGuarantee(0.1, 1e-9)), 10**12)
+    with pytest.raises(InvalidParameterError, match="'count' parameter of ComposedEvent"):
+        _ = event.guarantee

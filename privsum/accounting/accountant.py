@@ -98,14 +98,16 @@ class PrivacyAccountant:
         neighboring: Neighbouring | str | None = None,
     ) -> None:
         owner = "PrivacyAccountant"
+        self.neighbouring = Neighbouring.parse(neighbouring, owner)  # parsed first: no comparison of unchecked input
         if neighboring is not None:
-            if neighbouring != Neighbouring.REPLACE_ONE and Neighbouring.parse(neighbouring, owner) != Neighbouring.parse(
-                neighboring, owner
-            ):
-                expected = f"the same relation as neighbouring={neighbouring!r} (or omitted)"
+            try:
+                alias = Neighbouring.parse(neighboring, owner)
+            except InvalidParameterError:
+                raise invalid("neighboring", owner, "'replace-one' or 'add-remove' or 'zero-out'", neighboring) from None
+            if self.neighbouring != Neighbouring.REPLACE_ONE and self.neighbouring != alias:
+                expected = f"the same relation as neighbouring={self.neighbouring.value!r} (or omitted)"
                 raise invalid("neighboring", owner, expected, neighboring)
-            neighbouring = neighboring
-        self.neighbouring = Neighbouring.parse(neighbouring, owner)
+            self.neighbouring = alias
         if budget is not None and not (isinstance(budget, PrivacyGuarantee) and budget.neighbouring == self.neighbouring):
             raise invalid("budget", owner, f"None or a PrivacyGuarantee under {self.neighbouring.value!r}", budget)
         self.budget = budget

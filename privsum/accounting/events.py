@@ -318,8 +318,9 @@ class DiscreteGaussianEvent(PrivacyEvent):
 
     def pld(self, discretization: float = DEFAULT_DISCRETIZATION) -> PLDPair:
         interval = check_real(discretization, "discretization", "DiscreteGaussianEvent.pld", low=1e-6, high=1.0)
+        truncation = max(math.ceil(11.6 * self.sigma), self.sensitivity)  # dp-accounting's 1e-30 tail, at least the shift
         pld = pld_library().from_discrete_gaussian_mechanism(
-            self.sigma, sensitivity=self.sensitivity, value_discretization_interval=interval
+            self.sigma, sensitivity=self.sensitivity, truncation_bound=truncation, value_discretization_interval=interval
         )
         return PLDPair(pld, pld)
 

@@ -423,6 +423,23 @@ class ShuffledKDEClassifier(ClassifierBase):
         densities = self.class_densities(X)
         return self.classes_[np.argmax(densities, axis=1)]
 
+    def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
+        """Mean accuracy of `predict` on ``(X, y)``, weighted by ``sample_weight`` if given.
+
+        Post-processing of the released model: no extra privacy cost.
+        """
+        owner = type(self).__name__
+        points = _check_points(X, owner)
+        labels = _check_labels(y, points.shape[0], owner)
+        correct = np.asarray(self.predict(points) == labels, dtype=float)
+        if sample_weight is None:
+            return float(correct.mean())
+        weights = check_array(sample_weight, "sample_weight", owner, ndim=1, low=0.0)
+        if weights.shape[0] != points.shape[0] or not weights.sum() > 0:
+            expected = f"{points.shape[0]} non-negative weights, not all zero"
+            raise invalid("sample_weight", owner, expected, f"shape {weights.shape}")
+        return float(np.average(correct, weights=weights))
+
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities from the private densities, shape ``(n, n_classes)``; rows sum to 1.
 
@@ -631,7 +648,7 @@ def _check_points(X: Any, owner: str, *, n_features: int | None = None) -> np.nd
     if array.dtype == object:
         try:
             array = array.astype(float)
-        except (TypeError, ValueError) as error:
+        except (TypeError, ValueError, OverflowError) as error:
             raise invalid("X", owner, "an array of real numbers", f"an object array ({error})") from error
     if np.iscomplexobj(array):
         raise invalid("X", owner, "an array of real numbers (Complex data not supported)", f"dtype {array.dtype}")

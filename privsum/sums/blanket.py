@@ -79,7 +79,7 @@ def analytic_blanket_probability(epsilon: float, delta: float, *, size: float, n
     if samples == 1:
 
         def small(eps: float) -> float:
-            return max(14 * size * math.log(2 / delta) / (others * eps**2), 27 * size / (others * eps))
+            return max(14 * size * math.log(2 / delta) / others / eps / eps, 27 * size / others / eps)  # eps**2 may underflow
 
         if epsilon < 1:
             return small(epsilon)
@@ -87,7 +87,7 @@ def analytic_blanket_probability(epsilon: float, delta: float, *, size: float, n
         return min(large, small(1.0))  # the epsilon < 1 bound certifies every epsilon' < 1, hence epsilon' = 1
     logs = math.log(1 / delta) * math.log(2 * samples / delta)
     if epsilon < 1:
-        return 56 * size * logs / (others * epsilon**2)
+        return 56 * size * logs / others / epsilon / epsilon
     return min(2016 * size * logs / (others * epsilon**2), 56 * size * logs / others)
 
 

@@ -235,7 +235,7 @@ class ExactVectorSum:
     ) -> ExactVectorSum:
         """The exact sum; ``epsilon`` must be ``inf`` (this protocol gives no privacy)."""
         owner = f"{cls.__name__}.from_privacy"
-        if not (isinstance(epsilon, (int, float)) and math.isinf(epsilon) and epsilon > 0):
+        if not (isinstance(epsilon, float) and epsilon == math.inf):
             raise invalid("epsilon", owner, "inf (the exact sum gives no privacy)", epsilon)
         Neighbouring.parse(neighbouring, owner)
         return cls(n_users=n_users, dimension=dimension, norm_bound=norm_bound)

@@ -21,7 +21,16 @@ from typing import Any, ClassVar
 import numpy as np
 
 from privsum._random import RNGLike, as_generator
-from privsum._validation import check_choice, check_delta, check_epsilon, check_integer, check_probability, check_real, invalid
+from privsum._validation import (
+    check_choice,
+    check_delta,
+    check_epsilon,
+    check_integer,
+    check_probability,
+    check_real,
+    invalid,
+    refusals_as,
+)
 from privsum.accounting import GuaranteeEvent, PLDPair, PrivacyGuarantee
 from privsum.shuffle import MessageBatch, MessageHistogram, ShuffleProtocol
 from privsum.shuffle.noise import discrete_laplace_variance, negative_binomial_truncated, sample_negative_binomial
@@ -34,6 +43,8 @@ __all__ = ["CorrelatedNoiseSum", "gkmps_parameters"]
 _TAIL = 1e-14
 _MAX_CELLS = 40_000_000
 _VERIFIABLE_LEVELS = 8
+#: Most levels ``D`` a user's messages may span: each user sends flooding triples for ``2D - 1`` offsets.
+MAX_LEVELS = 2**16
 
 
 def gkmps_parameters(epsilon: float, delta: float, levels: int, *, spread_log: str = "natural") -> dict[str, Any]:
@@ -59,7 +70,7 @@ def gkmps_parameters(epsilon: float, delta: float, levels: int, *, spread_log: s
     owner = "gkmps_parameters"
     epsilon = check_epsilon(epsilon, owner)
     delta = check_delta(delta, owner, allow_zero=False)
-    levels = check_integer(levels, "levels", owner, low=1)
+    levels = check_integer(levels, "levels", owner, low=1, high=MAX_LEVELS)
     log = {"natural": math.log, "log2": math.log2}[check_choice(spread_log, "spread_log", owner, ("natural", "log2"))]
     flood_epsilon = min(1.0, 0.3 * epsilon) / 2
     flood_delta = delta / 2
@@ -270,8 +281,14 @@ class CorrelatedNoiseSum(ShuffleProtocol):
         n_users = check_integer(n_users, "n_users", owner, low=1)
         domain = check_integer(domain, "domain", owner, low=1)
         calibration = check_choice(calibration, "calibration", owner, ("tight", "analytic"))
-        levels = domain if levels is None else check_integer(levels, "levels", owner, low=1, high=domain)
-        parameters = gkmps_parameters(epsilon, delta, levels, spread_log=spread_log)
+        if levels is None:
+            if domain > MAX_LEVELS:
+                raise invalid("domain", owner, f"at most {MAX_LEVELS} unless levels= rounds it to fewer levels", domain)
+            levels = domain
+        else:
+            levels = check_integer(levels, "levels", owner, low=1, high=min(domain, MAX_LEVELS))
+        with refusals_as(owner):
+            parameters = gkmps_parameters(epsilon, delta, levels, spread_log=spread_log)
         protocol = cls(n_users=n_users, domain=domain, levels=levels, epsilon=epsilon, delta=delta, clip=clip, **parameters)
         if calibration == "analytic":
             return protocol
@@ -359,8 +376,9 @@ class CorrelatedNoiseSum(ShuffleProtocol):
         """
         beta = check_probability(beta, "beta", f"{type(self).__name__}.error_bound", allow_zero=False)
         a = self.central_ratio
-        tail = max(0, math.ceil(math.log(beta * (1 + a) / 4) / math.log(a)) - 1)
-        rounding = math.sqrt(self.n_users * math.log(4 / beta) / 2) if self.levels < self.domain else 0.0
+        log_beta = math.log(beta)  # in logs: beta * (1 + a) / 4 underflows for subnormal beta
+        tail = max(0, math.ceil((log_beta + math.log1p(a) - math.log(4)) / math.log(a)) - 1)
+        rounding = math.sqrt(self.n_users * (math.log(4) - log_beta) / 2) if self.levels < self.domain else 0.0
         return self.scale * (tail + rounding)
 
     # ----------------------------------------------------------------- roles

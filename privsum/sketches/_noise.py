@@ -7,13 +7,15 @@ import math
 import numpy as np
 
 from privsum._random import RNGLike, as_generator, check_csprng_rng
-from privsum._validation import check_choice
+from privsum._validation import check_choice, invalid
 from privsum.shuffle.noise import sample_discrete_laplace
 
 __all__ = ["NOISE_SOURCES", "SAMPLERS", "add_discrete_laplace"]
 
 NOISE_SOURCES = ("opendp", "numpy")
 SAMPLERS = NOISE_SOURCES  # the former name
+#: Largest discrete Laplace scale: noise beyond 2^62 (int64 counters) then has probability below exp(-2^22).
+MAX_NOISE_SCALE = 2.0**40
 
 
 def add_discrete_laplace(
@@ -33,6 +35,8 @@ def add_discrete_laplace(
     """
     noise_source = check_choice(noise_source, "noise_source", owner, NOISE_SOURCES)
     scale = sensitivity / epsilon
+    if not scale <= MAX_NOISE_SCALE:  # noisy int64 counters must not saturate (a silent clip)
+        raise invalid("epsilon", owner, f"large enough for a noise scale of at most 2^40 (it gives {scale:.3g})", epsilon)
     flat = np.ascontiguousarray(counts, dtype=np.int64).ravel()
     if noise_source == "numpy":
         generator = as_generator(rng, owner)

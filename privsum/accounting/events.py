@@ -303,7 +303,12 @@ class DiscreteGaussianEvent(PrivacyEvent):
     def check_headline(self) -> None:
         """Raise unless the mechanism's exact PLD meets the headline (costly for large ``sigma``)."""
         if self.headline.is_finite:
-            achieved = self.pld().delta(self.headline.epsilon)
+            truncation = max(math.ceil(11.6 * self.sigma), self.sensitivity)
+            loss_span = self.sensitivity * (self.sensitivity + 2 * truncation) / (2.0 * self.sigma**2)
+            interval = max(DEFAULT_DISCRETIZATION, loss_span / 2**20)  # bounded work; coarser stays pessimistic
+            if interval > 1.0:
+                raise invalid("headline", "DiscreteGaussianEvent", "backed by the mechanism's zCDP bound", self.headline)
+            achieved = self.pld(interval).delta(self.headline.epsilon)
             if not achieved <= self.headline.delta * (1 + 1e-6) + 1e-15:
                 raise invalid(
                     "headline",

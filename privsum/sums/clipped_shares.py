@@ -95,19 +95,7 @@ class SparseMultiMessageSum(MultiMessageSum):
 
     def view(self, messages: SparseMessageHistogram | MessageBatch | MessageHistogram) -> SparseMessageHistogram:  # type: ignore[override]
         """The sparse view of a batch (a sparse view is checked and returned unchanged)."""
-        owner = type(self).__name__
-        if isinstance(messages, MessageBatch):
-            messages = SparseMessageHistogram.from_messages(messages)
-        elif isinstance(messages, MessageHistogram):
-            if messages.alphabet != tuple(range(len(messages.alphabet))) or len(messages.alphabet) > self.modulus:
-                raise invalid("view", owner, f"a histogram over residues 0..{self.modulus - 1}", "another alphabet")
-            instance_ids, columns = np.nonzero(messages.counts)
-            messages = SparseMessageHistogram(instance_ids, columns, messages.counts[instance_ids, columns], messages.n_instances)
-        if not isinstance(messages, SparseMessageHistogram):
-            raise invalid("view", owner, "a SparseMessageHistogram, MessageHistogram or MessageBatch", type(messages).__name__)
-        if messages.values.size and not (messages.values.min() >= 0 and messages.values.max() < self.modulus):
-            raise invalid("view", owner, f"messages with values in [0, {self.modulus})", "values outside")
-        return messages
+        return residue_view(messages, self.modulus, type(self).__name__)
 
     def sample_view(self, x: Any, *, rng: RNGLike = None) -> SparseMessageHistogram:  # type: ignore[override]
         """The same shares counted directly (no permutation): identical in law to the faithful view."""
@@ -127,3 +115,19 @@ class SparseMultiMessageSum(MultiMessageSum):
         centre = self.n_users * self.domain // 2
         offset = np.mod(np.asarray(residues, dtype=np.int64) - centre + self.modulus // 2, self.modulus) - self.modulus // 2
         return (centre + offset).astype(float)
+
+
+def residue_view(messages: Any, modulus: int, owner: str) -> SparseMessageHistogram:
+    """The sparse histogram of ``(instance, residue mod modulus)`` messages; any other view is refused as ``view``."""
+    if isinstance(messages, MessageBatch):
+        messages = SparseMessageHistogram.from_messages(messages)
+    elif isinstance(messages, MessageHistogram):
+        if messages.alphabet != tuple(range(len(messages.alphabet))) or len(messages.alphabet) > modulus:
+            raise invalid("view", owner, f"a histogram over residues 0..{modulus - 1}", "another alphabet")
+        instance_ids, columns = np.nonzero(messages.counts)
+        messages = SparseMessageHistogram(instance_ids, columns, messages.counts[instance_ids, columns], messages.n_instances)
+    if not isinstance(messages, SparseMessageHistogram):
+        raise invalid("view", owner, "a SparseMessageHistogram, MessageHistogram or MessageBatch", type(messages).__name__)
+    if messages.values.size and not (messages.values.min() >= 0 and messages.values.max() < modulus):
+        raise invalid("view", owner, f"messages with values in [0, {modulus})", "values outside")
+    return messages

@@ -36,7 +36,7 @@ from privsum.shuffle.protocol import EXECUTION_PATHS
 from privsum.shuffle.sparse import SparseMessageHistogram
 from privsum.shuffle.streaming import PartialView, is_chunk_stream
 from privsum.sums._common import warn_if_fewer
-from privsum.sums.clipped_shares import SPARSE_MAX_MODULUS, residue_sums
+from privsum.sums.clipped_shares import SPARSE_MAX_MODULUS, residue_sums, residue_view
 from privsum.sums.multi_message import default_share_count, supported_security_bits
 
 __all__ = [
@@ -579,19 +579,9 @@ class SkellamVectorSum(ShuffleProtocol):
     def view(self, messages: SparseMessageHistogram | MessageBatch | MessageHistogram) -> SparseMessageHistogram:  # type: ignore[override]
         """The sparse histogram of ``(coordinate, share)`` messages (a sparse view is checked and returned)."""
         owner = type(self).__name__
-        if isinstance(messages, MessageBatch):
-            messages = SparseMessageHistogram.from_messages(messages)
-        elif isinstance(messages, MessageHistogram):
-            if messages.alphabet != tuple(range(len(messages.alphabet))) or len(messages.alphabet) > self.modulus:
-                raise invalid("view", owner, f"a histogram over residues 0..{self.modulus - 1}", "another alphabet")
-            rows, columns = np.nonzero(messages.counts)
-            messages = SparseMessageHistogram(rows, columns, messages.counts[rows, columns], messages.n_instances)
-        if not isinstance(messages, SparseMessageHistogram):
-            raise invalid("view", owner, "a SparseMessageHistogram, MessageHistogram or MessageBatch", type(messages).__name__)
+        messages = residue_view(messages, self.modulus, owner)
         if messages.n_instances != self.dimension:
             raise invalid("view", owner, f"a view of {self.dimension} coordinates", f"{messages.n_instances} instances")
-        if messages.values.size and not (messages.values.min() >= 0 and messages.values.max() < self.modulus):
-            raise invalid("view", owner, f"messages with values in [0, {self.modulus})", "values outside")
         return messages
 
     def sample_view(self, x: Any, *, rng: RNGLike = None) -> SparseMessageHistogram:  # type: ignore[override]

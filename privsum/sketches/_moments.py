@@ -21,9 +21,10 @@ _NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(24)
 _WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
 
 
-def moment_parameter_count(dimension: int) -> int:
-    """Unknowns of the Gaussian proxy in ``dimension`` coordinates: count, mean, Cholesky factor."""
-    return 1 + dimension + dimension * (dimension + 1) // 2
+def moment_parameter_count(dimension: int, constant: int | None = None) -> int:
+    """Unknowns of the Gaussian proxy: count, mean and Cholesky factor of the non-constant coordinates."""
+    free = dimension - (constant is not None)
+    return 1 + free + free * (free + 1) // 2
 
 
 def moment_queries(n_queries: int, dimension: int, seed: int) -> np.ndarray:
@@ -46,33 +47,55 @@ def _srp_kernel(cosines: np.ndarray, n_bits: int) -> np.ndarray:
     return (1.0 - np.arccos(np.clip(cosines, -1.0, 1.0)) / np.pi) ** n_bits
 
 
-def _unpack(parameters: np.ndarray, dimension: int) -> tuple[float, np.ndarray, np.ndarray]:
-    factor = np.zeros((dimension, dimension))
-    factor[np.tril_indices(dimension)] = parameters[1 + dimension :]
-    return float(parameters[0]), parameters[1 : 1 + dimension], factor
+class _Proxy:
+    """The Gaussian proxy's parameter layout: ``[count, mean of free coordinates, Cholesky factor]``.
+
+    ``constant`` is a coordinate known to equal 1 in every row (the intercept's): its mean is
+    fixed at 1 and its variance at 0, so only the other coordinates are fitted.
+    """
+
+    def __init__(self, dimension: int, constant: int | None) -> None:
+        self.dimension = dimension
+        self.constant = constant
+        self.free = np.array([index for index in range(dimension) if index != constant])
+        self.lower = np.tril_indices(self.free.size)
+
+    def start(self, count: float) -> np.ndarray:
+        return np.concatenate([[count], np.zeros(self.free.size), 0.3 * np.eye(self.free.size)[self.lower]])
+
+    def unpack(self, parameters: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        """Count, full mean and full Cholesky factor (zero row and column at the constant coordinate)."""
+        mean, factor = np.zeros(self.dimension), np.zeros((self.dimension, self.dimension))
+        if self.constant is not None:
+            mean[self.constant] = 1.0
+        mean[self.free] = parameters[1 : 1 + self.free.size]
+        free_factor = np.zeros((self.free.size, self.free.size))
+        free_factor[self.lower] = parameters[1 + self.free.size :]
+        factor[np.ix_(self.free, self.free)] = free_factor
+        return float(parameters[0]), mean, factor
+
+    def kernel_sums(self, parameters: np.ndarray, vectors: np.ndarray, data_bound: float, n_bits: int) -> np.ndarray:
+        """``n E[k(T / M)]`` at each query, ``T ~ N(m . w, ||L^T w||^2)`` (Gauss-Hermite quadrature)."""
+        count, mean, factor = self.unpack(parameters)
+        centres = vectors @ mean / data_bound
+        spreads = np.linalg.norm(vectors @ factor, axis=1) / data_bound
+        return count * (_srp_kernel(centres[:, np.newaxis] + spreads[:, np.newaxis] * _NODES, n_bits) @ _WEIGHTS)
 
 
-def proxy_kernel_sums(parameters: np.ndarray, vectors: np.ndarray, data_bound: float, n_bits: int) -> np.ndarray:
-    """``n E[k(T / M)]`` at each query, ``T ~ N(m . w, ||L^T w||^2)`` (Gauss-Hermite quadrature)."""
-    count, mean, factor = _unpack(parameters, vectors.shape[1])
-    centres = vectors @ mean / data_bound
-    spreads = np.linalg.norm(vectors @ factor, axis=1) / data_bound
-    return count * (_srp_kernel(centres[:, np.newaxis] + spreads[:, np.newaxis] * _NODES, n_bits) @ _WEIGHTS)
-
-
-def fit_second_moment(vectors: np.ndarray, kernel_sums: np.ndarray, data_bound: float, n_bits: int) -> tuple[float, np.ndarray]:
+def fit_second_moment(
+    vectors: np.ndarray, kernel_sums: np.ndarray, data_bound: float, n_bits: int, *, constant: int | None = None
+) -> tuple[float, np.ndarray]:
     """The proxy's count ``n`` and second moment ``m m^T + S`` fitted to ``kernel_sums`` at ``vectors``.
 
-    The search starts from ``m = 0``, ``S = 0.09 I`` and the count that explains the mean kernel
-    sum at the kernel's centre value ``k(0) = 2^-p``.
+    The search starts from ``m = 0`` (1 at ``constant``), ``S = 0.09 I`` (0 at ``constant``) and
+    the count that explains the mean kernel sum at the kernel's centre value ``k(0) = 2^-p``.
     """
-    dimension = vectors.shape[1]
-    initial_count = max(float(np.mean(kernel_sums)) * 2.0**n_bits, 1.0)
-    start = np.concatenate([[initial_count], np.zeros(dimension), 0.3 * np.eye(dimension)[np.tril_indices(dimension)]])
+    proxy = _Proxy(vectors.shape[1], constant)
+    start = proxy.start(max(float(np.mean(kernel_sums)) * 2.0**n_bits, 1.0))
     solution = optimize.least_squares(
-        lambda parameters: proxy_kernel_sums(parameters, vectors, data_bound, n_bits) - kernel_sums, start, x_scale="jac"
+        lambda parameters: proxy.kernel_sums(parameters, vectors, data_bound, n_bits) - kernel_sums, start, x_scale="jac"
     )
-    count, mean, factor = _unpack(solution.x, dimension)
+    count, mean, factor = proxy.unpack(solution.x)
     return count, np.outer(mean, mean) + factor @ factor.T
 
 

@@ -76,7 +76,8 @@ def main() -> None:
     for train_x, test_x, train_y, test_y in splits:
         slope, intercept = np.polyfit(train_x[:, 0], train_y, 1)
         least_squares_errors.append(error_ratio(slope * test_x[:, 0] + intercept, train_y, test_y))
-    print(f"{len(splits)} splits, {len(splits[0][0])} training points; least squares test error / mean's: {summary(least_squares_errors)}")
+    print(f"{len(splits)} splits, {len(splits[0][0])} training points")
+    print(f"least squares test error / mean's: {summary(least_squares_errors)}")
     configs = [{"solver": "moments", "n_rows": rows, "epsilon": None} for rows in args.reference_rows]
     configs += [{"solver": "surrogate", "n_rows": rows, "epsilon": None} for rows in args.reference_rows if rows <= 2000]
     configs += [{"solver": "moments", "n_rows": rows, "epsilon": args.epsilon} for rows in args.private_rows]

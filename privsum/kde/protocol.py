@@ -51,6 +51,12 @@ CURATED_BITSUMS = (CentralGaussianBitSum, CentralLaplaceBitSum, ExactBitSum)
 _BLOCK_ENTRIES = 1 << 21
 # Tight calibration stops once the composed epsilon is within this fraction of the target.
 _CALIBRATION_RTOL = 2e-3
+# The worst-(epsilon0, delta0)-mechanism search only starts the search over an exact profile: coarser.
+_START_RTOL = 2e-2
+# Over an exact profile, the composed epsilon (PLD, losses rounded up to a 1e-4 grid) is a
+# sawtooth in epsilon0 with teeth about 0.5% high (the rounding of the noise's main loss atom
+# jumps a grid step); the search accepts a composed epsilon within this fraction below the target.
+_PROFILE_CALIBRATION_RTOL = 5e-3
 _MAX_CALIBRATION_STEPS = 40
 
 
@@ -625,18 +631,35 @@ def _generic_composed_epsilon(epsilon0: float, delta0: float, count: int, delta:
     return PLDPair.from_guarantee(PrivacyGuarantee(epsilon0, delta0)).self_compose(count).epsilon(delta)
 
 
-def _largest_feasible(composed: Any, target: float, start: float, cap: float, slope: float = 1.0) -> tuple[float, float]:
+def _largest_feasible(
+    composed: Any,
+    target: float,
+    start: float,
+    cap: float,
+    slope: float = 1.0,
+    *,
+    rtol: float = _CALIBRATION_RTOL,
+    centred: bool = False,
+    values: dict[float, float] | None = None,
+) -> tuple[float, float]:
     """Largest ``epsilon0`` in ``(0, cap]`` with ``composed(epsilon0) <= target``, to a relative tolerance.
 
-    ``composed`` must be non-decreasing. Works on ``log composed`` against ``log epsilon0``, which
-    is close to a line of slope about 1 (composition scales epsilon0): a step of the given
-    ``slope`` from the best feasible point, then regula falsi (Illinois) inside the bracket
-    ``[feasible, infeasible]``. Returns the feasible end (a point actually evaluated; it stops once
-    the composed epsilon is within ``_CALIBRATION_RTOL`` of the target) and the log-log slope
+    ``composed`` should be non-decreasing (up to small wiggles). Works on ``log composed`` against
+    ``log epsilon0``, which is close to a line of slope about 1 (composition scales epsilon0): a
+    step of the given ``slope`` from the best feasible point, then regula falsi (Illinois) inside
+    the bracket ``[feasible, infeasible]``. Returns the feasible end (a point actually evaluated;
+    it stops once the composed epsilon is within ``rtol`` below the target) and the log-log slope
     measured across the final bracket (to start a similar search).
+
+    ``centred=True`` aims every guess at the middle of the accepted band ``[target e^-rtol,
+    target]`` (rather than just past the target, to bracket it) and re-measures the slope between
+    feasible points: fewer evaluations of an expensive ``composed`` whose small wiggles would
+    otherwise make guesses at the band's edge miss it. ``values`` caches ``log composed - log
+    target`` by ``log epsilon0`` across searches of the same function.
     """
     log_target, log_cap = math.log(target), math.log(cap)
-    values: dict[float, float] = {}
+    values = {} if values is None else values
+    aim = rtol / 2 if centred else 0.0  # guesses aim this far below the target (in log)
 
     def gap(log_epsilon0: float) -> float:
         if log_epsilon0 not in values:
@@ -648,19 +671,23 @@ def _largest_feasible(composed: Any, target: float, start: float, cap: float, sl
         high, low = low, low - math.log(4.0)
         if low < log_cap - 60:
             raise invalid("epsilon", "ShuffledKDE.from_privacy", "large enough for a positive per-instance epsilon", target)
-    side = 0
+    side, previous_low = 0, None
     for _ in range(_MAX_CALIBRATION_STEPS):
-        if -gap(low) <= _CALIBRATION_RTOL or low >= log_cap or (high is not None and high - low < 1e-7):
+        if -gap(low) <= rtol or low >= log_cap or (high is not None and high - low < 1e-7):
             break
-        if high is None:  # slope-1 step, a little beyond, to find an infeasible end
+        if high is None and centred:  # a secant step to the band's middle, on the slope measured so far
+            if previous_low is not None:
+                slope = min(max((gap(low) - gap(previous_low)) / (low - previous_low), 0.5), 4.0)
+            guess = min(low - (gap(low) + aim) / slope, log_cap)
+        elif high is None:  # slope-1 step, a little beyond, to find an infeasible end
             guess = min(low - gap(low) / slope + 1e-4, log_cap)
         else:
-            g_low = gap(low) / (2 if side == 1 else 1)  # Illinois: damp the end that stayed put
-            g_high = gap(high) / (2 if side == -1 else 1)
+            g_low = (gap(low) + aim) / (2 if side == 1 else 1)  # Illinois: damp the end that stayed put
+            g_high = (gap(high) + aim) / (2 if side == -1 else 1)
             guess = (low * g_high - high * g_low) / (g_high - g_low)
             guess = min(max(guess, low + 0.01 * (high - low)), high - 0.01 * (high - low))
         if gap(guess) <= 0:
-            low, side = guess, -1
+            previous_low, low, side = low, guess, -1
         else:
             high, side = guess, 1
     if high is not None and high > low:
@@ -669,20 +696,42 @@ def _largest_feasible(composed: Any, target: float, start: float, cap: float, sl
 
 
 def _tight_calibration(build: Any, *, epsilon: float, delta: float, delta0: float, count: int) -> ShuffledKDE:
-    """The two-stage search of `ShuffledKDE.from_privacy` (``accounting="tight"``)."""
+    """The two-stage search of `ShuffledKDE.from_privacy` (``accounting="tight"``).
+
+    First the largest ``epsilon0`` whose worst ``(epsilon0, delta0)`` mechanism composes within
+    the target, to ``_START_RTOL`` (a start); a bit sum whose event is that worst mechanism (a
+    `GuaranteeEvent`) then gets it to ``_CALIBRATION_RTOL``. A bit sum with an exact profile is
+    composed by its profile, searched from there to ``_PROFILE_CALIBRATION_RTOL``.
+    """
     seed_start = seed_per_instance_epsilon(epsilon, 1, count, delta / 2)
-    generic, slope = _largest_feasible(
-        lambda e0: _generic_composed_epsilon(e0, delta0, count, delta), epsilon, seed_start, epsilon
-    )
+    generic_values: dict[float, float] = {}
+
+    def generic_search(start: float, rtol: float) -> tuple[float, float]:
+        composed = functools.partial(_generic_composed_epsilon, delta0=delta0, count=count, delta=delta)
+        return _largest_feasible(composed, epsilon, start, epsilon, rtol=rtol, values=generic_values)
+
+    generic, slope = generic_search(seed_start, _START_RTOL)
     candidate = build(generic)
     instance = candidate.bitsum.event
+    if isinstance(instance, GuaranteeEvent):  # the event is the worst mechanism with its headline
+        generic, slope = generic_search(generic, _CALIBRATION_RTOL)
+        candidate = build(generic)
+        instance = candidate.bitsum.event
     if isinstance(instance, GuaranteeEvent) and instance.guarantee.delta == 0.0 and delta0 > 0:
         # a pure bit sum: its event is the worst (epsilon0, 0) mechanism, sharper than (epsilon0, delta0)
         pure, _ = _largest_feasible(lambda e0: _generic_composed_epsilon(e0, 0.0, count, delta), epsilon, generic, epsilon)
         return build(pure)
     if isinstance(instance, GuaranteeEvent):
-        return candidate  # the event is the worst mechanism with its headline: nothing sharper to find
-    refined, _ = _largest_feasible(lambda e0: build(e0).guarantee.epsilon, epsilon, generic, epsilon, min(max(slope, 1.0), 1.3))
+        return candidate  # nothing sharper to find
+    refined, _ = _largest_feasible(
+        lambda e0: build(e0).guarantee.epsilon,
+        epsilon,
+        generic,
+        epsilon,
+        min(max(slope, 1.0), 1.3),
+        rtol=_PROFILE_CALIBRATION_RTOL,
+        centred=True,
+    )
     return build(refined)
 
 

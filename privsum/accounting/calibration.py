@@ -50,7 +50,9 @@ def calibrate(
             refused naming them, never this helper's ``upper``/``lower``.
         method: ``"bisection"`` (the midpoint of the bracket) or ``"illinois"`` (the zero of the
             secant of ``log delta_at`` across the bracket, Illinois-damped, kept 1% of the bracket
-            away from its ends): the same guarantee, typically a third of the evaluations.
+            away from its ends; two steps in a row that do not halve the bracket are followed by a
+            bisection step, so it never needs more than about three times bisection's evaluations): the same
+            guarantee, typically a third to a half of the evaluations on a smooth profile.
         delta_rtol: also stop once the feasible end's delta is within this fraction below the
             target (``target * (1 - delta_rtol) <= delta <= target``); ``0`` stops on ``tolerance`` only.
 
@@ -85,12 +87,14 @@ def calibrate(
     log_target = math.log(max(target_delta, 1e-300))
     safe_gap, risky_gap = _log_gap(safe_delta, log_target), _log_gap(risky_delta, log_target)
     kept = None  # the end an Illinois step left in place ("safe" or "risky")
+    slow_steps = 0  # Illinois steps in a row that did not halve the bracket; two are followed by a bisection step
     for _ in range(max_iterations):
-        if abs(safe - risky) <= tolerance * max(1.0, abs(safe)):
+        width = abs(safe - risky)
+        if width <= tolerance * max(1.0, abs(safe)):
             break
         if delta_rtol > 0.0 and safe_delta >= target_delta * (1.0 - delta_rtol):
             break
-        if method == "bisection" or not risky_gap > safe_gap:
+        if method == "bisection" or slow_steps >= 2 or not risky_gap > safe_gap:
             middle = 0.5 * (safe + risky)
         else:  # safe_gap <= 0 < risky_gap: the secant's zero, as a fraction of the way to risky
             fraction = -safe_gap / (risky_gap - safe_gap)
@@ -106,6 +110,7 @@ def calibrate(
             if kept == "safe":
                 safe_gap /= 2.0
             kept = "safe"
+        slow_steps = slow_steps + 1 if abs(safe - risky) > 0.5 * width and slow_steps < 2 else 0
     if not math.isfinite(safe):  # pragma: no cover - guarded by check_real
         raise invalid("upper", owner, "finite", safe)
     return safe

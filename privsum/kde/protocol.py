@@ -671,7 +671,7 @@ def _largest_feasible(
         high, low = low, low - math.log(4.0)
         if low < log_cap - 60:
             raise invalid("epsilon", "ShuffledKDE.from_privacy", "large enough for a positive per-instance epsilon", target)
-    side, previous_low = 0, None
+    side, previous_low, repeats = 0, None, 0
     for _ in range(_MAX_CALIBRATION_STEPS):
         if -gap(low) <= rtol or low >= log_cap or (high is not None and high - low < 1e-7):
             break
@@ -681,12 +681,15 @@ def _largest_feasible(
             guess = min(low - (gap(low) + aim) / slope, log_cap)
         elif high is None:  # slope-1 step, a little beyond, to find an infeasible end
             guess = min(low - gap(low) / slope + 1e-4, log_cap)
-        else:
-            g_low = (gap(low) + aim) / (2 if side == 1 else 1)  # Illinois: damp the end that stayed put
-            g_high = (gap(high) + aim) / (2 if side == -1 else 1)
+        else:  # Illinois: damp the end that stayed put (centred: only once it stayed twice in a row)
+            damp = 2 if not centred or repeats >= 2 else 1
+            g_low = (gap(low) + aim) / (damp if side == 1 else 1)
+            g_high = (gap(high) + aim) / (damp if side == -1 else 1)
             guess = (low * g_high - high * g_low) / (g_high - g_low)
             guess = min(max(guess, low + 0.01 * (high - low)), high - 0.01 * (high - low))
-        if gap(guess) <= 0:
+        moved = -1 if gap(guess) <= 0 else 1
+        repeats = repeats + 1 if moved == side else 1
+        if moved < 0:
             previous_low, low, side = low, guess, -1
         else:
             high, side = guess, 1

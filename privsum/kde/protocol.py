@@ -53,10 +53,6 @@ _BLOCK_ENTRIES = 1 << 21
 _CALIBRATION_RTOL = 2e-3
 # The worst-(epsilon0, delta0)-mechanism search only starts the search over an exact profile: coarser.
 _START_RTOL = 2e-2
-# Over an exact profile, the composed epsilon (PLD, losses rounded up to a 1e-4 grid) is a
-# sawtooth in epsilon0 with teeth about 0.5% high (the rounding of the noise's main loss atom
-# jumps a grid step); the search accepts a composed epsilon within this fraction below the target.
-_PROFILE_CALIBRATION_RTOL = 5e-3
 _MAX_CALIBRATION_STEPS = 40
 
 
@@ -704,7 +700,9 @@ def _tight_calibration(build: Any, *, epsilon: float, delta: float, delta0: floa
     First the largest ``epsilon0`` whose worst ``(epsilon0, delta0)`` mechanism composes within
     the target, to ``_START_RTOL`` (a start); a bit sum whose event is that worst mechanism (a
     `GuaranteeEvent`) then gets it to ``_CALIBRATION_RTOL``. A bit sum with an exact profile is
-    composed by its profile, searched from there to ``_PROFILE_CALIBRATION_RTOL``.
+    composed by its profile, searched from there to ``_CALIBRATION_RTOL`` by a centred search: its
+    composed epsilon (PLD, losses rounded up to a ``1e-4`` grid) is a sawtooth in ``epsilon0``
+    with teeth about 0.45% high (the rounded main loss atom jumps a grid step), higher than the band.
     """
     seed_start = seed_per_instance_epsilon(epsilon, 1, count, delta / 2)
     generic_values: dict[float, float] = {}
@@ -732,7 +730,6 @@ def _tight_calibration(build: Any, *, epsilon: float, delta: float, delta0: floa
         generic,
         epsilon,
         min(max(slope, 1.0), 1.3),
-        rtol=_PROFILE_CALIBRATION_RTOL,
         centred=True,
     )
     return build(refined)

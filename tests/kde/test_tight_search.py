@@ -29,19 +29,19 @@ def _search(centred, rtol, phase=0.0):
 @pytest.mark.parametrize("centred", [False, True])
 @pytest.mark.parametrize("phase", [0.0, 0.3, 0.7])
 def test_search_returns_an_evaluated_feasible_point_in_the_band(centred, phase):
-    rtol = kde_protocol._PROFILE_CALIBRATION_RTOL
+    rtol = kde_protocol._CALIBRATION_RTOL
     found, calls = _search(centred, rtol, phase)
     assert found in calls
     assert 2.0 * math.exp(-rtol) <= _sawtooth(found, phase) <= 2.0
 
 
 def test_centred_search_needs_fewer_evaluations_on_a_sawtooth():
-    rtol = kde_protocol._PROFILE_CALIBRATION_RTOL
+    rtol = kde_protocol._CALIBRATION_RTOL
     phases = [k / 40 for k in range(40)]
     edge = [len(_search(False, rtol, phase)[1]) for phase in phases]
     centred = [len(_search(True, rtol, phase)[1]) for phase in phases]
     assert sum(centred) < 0.8 * sum(edge), (sum(centred), sum(edge))
-    assert max(centred) <= 6
+    assert max(centred) <= max(edge)
 
 
 def test_paper_setting_3nb_meets_the_target_within_the_band():
@@ -49,7 +49,7 @@ def test_paper_setting_3nb_meets_the_target_within_the_band():
     kde = ShuffledKDE.from_privacy(family=family, protocol="3nb", epsilon=2.0, delta=1e-6, n_users=40_000)
     achieved = kde.guarantee
     assert achieved.delta == 1e-6
-    assert 2.0 * math.exp(-kde_protocol._PROFILE_CALIBRATION_RTOL) <= achieved.epsilon <= 2.0
+    assert 2.0 * math.exp(-kde_protocol._CALIBRATION_RTOL) <= achieved.epsilon <= 2.0
     # the per-instance headline is met by the exact profile itself
     instance = kde.bitsum.event
     assert instance.profile.delta(instance.guarantee.epsilon) <= instance.guarantee.delta * (1 + 1e-9)

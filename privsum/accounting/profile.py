@@ -35,12 +35,9 @@ class _Direction:
     infinite_mass: float  # upper mass where lower is zero, plus upper mass outside the support
 
     @classmethod
-    def build(cls, upper: np.ndarray, lower: np.ndarray, upper_tail: float) -> _Direction:
-        finite = (upper > 0) & (lower > 0)
-        infinite_mass = math.fsum(upper[(upper > 0) & (lower == 0)]) + upper_tail
-        with np.errstate(divide="ignore"):
-            raw = np.log(upper[finite]) - np.log(lower[finite])
-        losses, upper_mass, lower_mass = _sorted_losses(raw, upper[finite], lower[finite])
+    def from_losses(cls, raw: np.ndarray, upper: np.ndarray, lower: np.ndarray, infinite_mass: float) -> _Direction:
+        """From the finite losses ``log(upper/lower)`` (any order) and their masses."""
+        losses, upper_mass, lower_mass = _sorted_losses(raw, upper, lower)
         suffix_upper = np.append(np.cumsum(upper_mass[::-1])[::-1], 0.0)
         suffix_lower = np.append(np.cumsum(lower_mass[::-1])[::-1], 0.0)
         return cls(losses, suffix_upper, suffix_lower, infinite_mass)
@@ -69,6 +66,22 @@ class _Direction:
         while self.delta(np.array(epsilon)) > delta:  # guard against rounding: never undershoot
             epsilon = math.nextafter(epsilon, math.inf) * (1 + 1e-12)
         return epsilon
+
+
+def _directions(p: np.ndarray, q: np.ndarray, p_tail: float, q_tail: float) -> tuple[_Direction, _Direction]:
+    """Both directions of a pair; the backward losses are the negated forward ones (one logarithm per point)."""
+    finite = (p > 0) & (q > 0)
+    forward_infinite = math.fsum(p[(p > 0) & (q == 0)]) + p_tail
+    backward_infinite = math.fsum(q[(q > 0) & (p == 0)]) + q_tail
+    if finite.all():  # the usual case: no copies
+        p_finite, q_finite = p, q
+    else:
+        p_finite, q_finite = p[finite], q[finite]
+    with np.errstate(divide="ignore"):
+        raw = np.log(p_finite) - np.log(q_finite)
+    forward = _Direction.from_losses(raw, p_finite, q_finite, forward_infinite)
+    backward = _Direction.from_losses(-raw, q_finite, p_finite, backward_infinite)
+    return forward, backward
 
 
 def _sorted_losses(raw: np.ndarray, upper: np.ndarray, lower: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -137,8 +150,24 @@ class PrivacyProfile:
         for name, mass in (("p", self.p.sum() + self.p_tail), ("q", self.q.sum() + self.q_tail)):
             if not (mass <= 1.0 + _MASS_TOLERANCE):
                 raise invalid(name, owner, "probabilities summing (with the tail) to at most 1", mass)
-        self._forward = _Direction.build(self.p, self.q, self.p_tail)
-        self._backward = _Direction.build(self.q, self.p, self.q_tail)
+        self._forward, self._backward = _directions(self.p, self.q, self.p_tail, self.q_tail)
+
+    @classmethod
+    def _trusted(
+        cls, p: np.ndarray, q: np.ndarray, *, neighbouring: Neighbouring, p_tail: float = 0.0, q_tail: float = 0.0
+    ) -> PrivacyProfile:
+        """The same profile without validation, for library code whose pmfs are valid by construction.
+
+        ``p`` and ``q`` must be 1-D float arrays of the same shape with finite, non-negative
+        entries, each summing with its tail to at most ``1``; the result equals
+        ``PrivacyProfile(p, q, ...)`` (tested).
+        """
+        profile = cls.__new__(cls)
+        profile.neighbouring = neighbouring
+        profile.p, profile.q = p, q
+        profile.p_tail, profile.q_tail = float(p_tail), float(q_tail)
+        profile._forward, profile._backward = _directions(p, q, profile.p_tail, profile.q_tail)
+        return profile
 
     @classmethod
     def worst_case(cls, profiles: Sequence[PrivacyProfile]) -> WorstCaseProfile:

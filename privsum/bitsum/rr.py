@@ -15,18 +15,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
+from privsum._binomial import binomial_pmf
 from privsum._convolution import convolve_pmfs
 from privsum._random import RNGLike, as_generator
 from privsum._validation import check_choice, check_delta, check_epsilon, check_integer, check_real, invalid
-from privsum.accounting.calibration import calibrate
 from privsum.accounting.envelope import symmetric_pair_from_samples
 from privsum.accounting.events import GuaranteeEvent, PrivacyEvent, ProfileEvent
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
 from privsum.accounting.profile import PrivacyProfile, randomized_response_profile
 from privsum.bitsum.base import BitSumProtocol, check_calibration, instance_ids
-from privsum.exceptions import InvalidParameterError
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
 
@@ -222,7 +220,7 @@ class RRBitSum(_FlippedReports):
         if calibration == "analytic":
             flip = _csuzz_flip_probability(epsilon, delta, n_users)
             return cls(n_users=n_users, flip_probability=flip, delta=delta, composition=composition)
-        flip = _tight_flip_probability(epsilon, delta, n_users)  # verified over every neighbour at epsilon
+        flip, bound = _tight_flip_probability(epsilon, delta, n_users)  # verified over every neighbour at epsilon
         if composition == "guarantee":
             protocol = cls(n_users=n_users, flip_probability=flip, delta=delta, composition=composition)
             protocol.__dict__["event"] = _rr_event(epsilon, delta)  # pre-fill the cached property
@@ -232,13 +230,14 @@ class RRBitSum(_FlippedReports):
             local = randomized_response_profile(math.log((1.0 - flip) / flip))  # dominates the shuffled output
             protocol.__dict__["event"] = ProfileEvent(local, PrivacyGuarantee(epsilon, delta, Neighbouring.REPLACE_ONE))
             return protocol
-        for _ in range(_HEADLINE_NUDGES):  # the profile's 1 % slack may need a slightly larger q
-            profile = _worst_case_profile(n_users, flip, delta, epsilon)
+        for _ in range(_HEADLINE_NUDGES):  # float rounding of the chords may need a slightly larger q
+            profile = _worst_case_profile(n_users, flip, delta, epsilon, bound)
             if profile.delta(epsilon) <= delta * (1 + _RTOL):
                 protocol = cls(n_users=n_users, flip_probability=flip, delta=delta, composition=composition)
                 protocol.__dict__["event"] = ProfileEvent(profile, PrivacyGuarantee(epsilon, delta, Neighbouring.REPLACE_ONE))
                 return protocol
             flip = min(flip * (1.0 + 1e-3), 1.0 / (1.0 + math.exp(epsilon)))
+            bound = _meets_target(n_users, flip, epsilon, delta)[2]
         raise RuntimeError("RRBitSum: the worst-case profile misses the calibrated target")  # pragma: no cover
 
     @functools.cached_property
@@ -253,7 +252,8 @@ class RRBitSum(_FlippedReports):
         if self.composition == "guarantee":
             return _rr_event(_verified_epsilon(n_participants, self.flip_probability, self.delta), self.delta)
         epsilon = _verified_epsilon(n_participants, self.flip_probability, self.delta)
-        profile = _worst_case_profile(n_participants, self.flip_probability, self.delta, epsilon)
+        # every neighbour's epsilon at delta is at most this epsilon, so every delta at it is at most delta
+        profile = _worst_case_profile(n_participants, self.flip_probability, self.delta, epsilon, self.delta)
         if profile.delta(epsilon) <= self.delta * (1 + _RTOL):  # tight at the verified epsilon
             return ProfileEvent(profile, PrivacyGuarantee(epsilon, self.delta, Neighbouring.REPLACE_ONE))
         return ProfileEvent.at_delta(profile, self.delta)
@@ -328,9 +328,19 @@ class LocalRRBitSum(_FlippedReports):
         return False
 
 
-def _worst_case_profile(n_users: int, flip: float, delta: float, *epsilons: float) -> PrivacyProfile:
-    """`rr_worst_case_profile` with an absolute slack of ``1e-6 delta`` and exact samples at ``epsilons``."""
-    return rr_worst_case_profile(n_users, flip, atol=min(1e-3, 1e-6 * delta), epsilons=list(epsilons))
+def _worst_case_profile(n_users: int, flip: float, delta: float, epsilon: float, bound: float) -> PrivacyProfile:
+    """`rr_worst_case_profile` with an absolute slack of ``1e-6 delta`` and the sample at ``epsilon`` at most ``bound``.
+
+    ``bound`` must be an upper bound on every neighbour's delta at ``epsilon``, already proved by
+    the caller (the calibration's verification, or the verified epsilon at ``delta``): it
+    replaces the second branch and bound that `rr_worst_case_profile` runs for its ``epsilons``.
+    """
+    atol = min(1e-3, 1e-6 * delta)
+    grid, upper = _sampled_worst_case(n_users, flip, atol, _PROFILE_RESOLUTION, np.array([epsilon]))
+    at = np.searchsorted(grid, epsilon)
+    if at < grid.size and grid[at] == epsilon:
+        upper[at] = min(upper[at], bound)
+    return symmetric_pair_from_samples(grid, np.minimum(upper, 1.0), neighbouring=Neighbouring.REPLACE_ONE)
 
 
 def _rr_event(epsilon: float, delta: float) -> GuaranteeEvent:
@@ -373,9 +383,13 @@ _PAIR_CACHE_SIZE = 256
 # Long convolutions go by FFT when its error bound costs at most this share of the target delta
 # (added to delta, so results stay upper bounds; see `_neighbour_pair`).
 _FFT_DELTA_SHARE = 1e-4
+# Blocks of neighbours laid out before branch and bound refines (`_predicted_blocks`).
+_MAX_PREDICTED_BLOCKS = 2048
 # Relative slack of the worst-case profile's samples above an exactly evaluated neighbour.
 _ENVELOPE_RTOL = 1e-2
 _SMALLEST_TAIL = math.ulp(0.0)  # 5e-324, the smallest positive float
+# Epsilon step of the worst-case profile's samples (`rr_worst_case_profile`'s default).
+_PROFILE_RESOLUTION = 1e-3
 
 
 def _binomial_window(trials: int, flip: float, tail_mass: float) -> tuple[np.ndarray, float]:
@@ -395,12 +409,41 @@ def _binomial_window(trials: int, flip: float, tail_mass: float) -> tuple[np.nda
     low = max(0, math.ceil(mean - radius - 1e-9))  # values below low are < mean - radius
     high = min(trials, math.floor(mean + radius + 1e-9))  # values above high are > mean + radius
     cut = (tail_mass if low > 0 else 0.0) + (tail_mass if high < trials else 0.0)
-    return stats.binom.pmf(np.arange(low, high + 1), trials, flip), cut
+    return binomial_pmf(low, high, trials, flip), cut
+
+
+class _CountPair:
+    """The count's pmfs for the target bit 0 and 1 on one support, the mass cut from both, and the profile on demand."""
+
+    __slots__ = ("_profile", "bit_one", "bit_zero", "cut")
+
+    def __init__(self, bit_zero: np.ndarray, bit_one: np.ndarray, cut: float) -> None:
+        self.bit_zero, self.bit_one, self.cut = bit_zero, bit_one, cut
+        self._profile: PrivacyProfile | None = None
+
+    def profile(self) -> PrivacyProfile:
+        """The exact profile, the cut mass counted as infinite loss in both directions (built once)."""
+        if self._profile is None:
+            self._profile = PrivacyProfile._trusted(
+                self.bit_zero, self.bit_one, neighbouring=Neighbouring.REPLACE_ONE, p_tail=self.cut, q_tail=self.cut
+            )
+        return self._profile
+
+    def delta_at(self, epsilon: float) -> float:
+        """``profile().delta(epsilon)`` for one epsilon, summed directly: ``sum max(0, P - e^epsilon Q)`` both ways, plus the cut.
+
+        The points where ``P > e^epsilon Q`` are exactly those whose privacy loss exceeds
+        epsilon, so this is the profile's value (up to the rounding of the sums), without its logs and sorting.
+        """
+        scale = math.exp(epsilon)
+        forward = float(np.maximum(self.bit_zero - scale * self.bit_one, 0.0).sum())
+        backward = float(np.maximum(self.bit_one - scale * self.bit_zero, 0.0).sum())
+        return max(forward, backward) + self.cut
 
 
 @functools.lru_cache(maxsize=_PAIR_CACHE_SIZE)
-def _neighbour_pair(n_users: int, flip: float, ones: int, tail_mass: float, fft_delta_error: float = 0.0) -> PrivacyProfile:
-    """Exact profile (truncated tails counted as infinite loss) for ``ones`` ones among ``n_users - 1`` others.
+def _neighbour_counts(n_users: int, flip: float, ones: int, tail_mass: float, fft_delta_error: float = 0.0) -> _CountPair:
+    """The count's pair (truncated tails counted as infinite loss) for ``ones`` ones among ``n_users - 1`` others.
 
     The others' count ``U - D`` is a convolution, by FFT when that is long and its error bound
     ``e`` (L1, `privsum._convolution`) costs at most ``fft_delta_error`` in delta. That cost is
@@ -412,19 +455,31 @@ def _neighbour_pair(n_users: int, flip: float, ones: int, tail_mass: float, fft_
     down, down_cut = _binomial_window(ones, flip, tail_mass)
     # U - D up to a shift (the profile is shift invariant)
     others, error = convolve_pmfs(up, down[::-1], allowed_error=fft_delta_error * flip)
-    padded = np.append(others, 0.0)
-    shifted = np.insert(others, 0, 0.0)
-    bit_zero = (1.0 - flip) * padded + flip * shifted
-    bit_one = flip * padded + (1.0 - flip) * shifted
+    # bit 0: the count is U - D (+ Bern(q)); bit 1: U - D + Bern(1 - q); support of size len + 1
+    bit_zero, bit_one = np.zeros(others.size + 1), np.zeros(others.size + 1)
+    bit_zero[:-1] = (1.0 - flip) * others
+    bit_zero[1:] += flip * others
+    bit_one[:-1] = flip * others
+    bit_one[1:] += (1.0 - flip) * others
     cut = min(1.0, up_cut + down_cut + error / flip)
-    return PrivacyProfile(bit_zero, bit_one, neighbouring=Neighbouring.REPLACE_ONE, p_tail=cut, q_tail=cut)
+    return _CountPair(bit_zero, bit_one, cut)
+
+
+def _neighbour_pair(n_users: int, flip: float, ones: int, tail_mass: float, fft_delta_error: float = 0.0) -> PrivacyProfile:
+    """Exact profile (truncated tails counted as infinite loss) for ``ones`` ones among ``n_users - 1`` others."""
+    return _neighbour_counts(n_users, flip, ones, tail_mass, fft_delta_error).profile()
+
+
+def _block_counts(n_users: int, flip: float, first: int, last: int, tail_mass: float, fft_delta_error: float = 0.0) -> _CountPair:
+    """A pair dominating every neighbour ``k`` in ``first..last`` (exact when ``first == last``)."""
+    return _neighbour_counts(n_users - (last - first), flip, first, tail_mass, fft_delta_error)
 
 
 def _block_pair(
     n_users: int, flip: float, first: int, last: int, tail_mass: float, fft_delta_error: float = 0.0
 ) -> PrivacyProfile:
-    """A pair dominating every neighbour ``k`` in ``first..last`` (exact when ``first == last``)."""
-    return _neighbour_pair(n_users - (last - first), flip, first, tail_mass, fft_delta_error)
+    """The profile of `_block_counts`."""
+    return _block_counts(n_users, flip, first, last, tail_mass, fft_delta_error).profile()
 
 
 def _seed_ks(half: int) -> list[int]:
@@ -434,10 +489,39 @@ def _seed_ks(half: int) -> list[int]:
     return sorted({0, half, *np.unique(np.geomspace(1, half, 24).astype(int)).tolist()})
 
 
+def _predicted_blocks(
+    half: int, seeds: list[int], seed_values: np.ndarray, growth: np.ndarray, settle_level: np.ndarray
+) -> list[tuple[int, int]]:
+    """Blocks covering every ``k`` in ``0..half`` that is not a seed, each predicted to settle when first bounded.
+
+    Only the number of pairs depends on this prediction, never the result: a block is settled by
+    its own proved bound or split further. Model: a block ``[a, a + m]`` is bounded by about
+    ``v g^m``, with ``v`` the larger score of the seeds around ``a`` and ``g`` the measured
+    growth of the score per user dropped (the block ``[0, 1]``'s bound over ``k = 0``'s score);
+    ``m`` is taken at 80 % of the largest that keeps ``v g^m`` below ``settle_level``. At most
+    ``_MAX_PREDICTED_BLOCKS`` blocks; what is left after them is one block.
+    """
+    log_growth = np.log(np.maximum(growth, 1.0 + 1e-12))
+    blocks: list[tuple[int, int]] = []
+    for index in range(len(seeds) - 1):
+        first, stop = seeds[index] + 1, seeds[index + 1]  # the gap between two seeds
+        around = np.maximum(seed_values[index], seed_values[index + 1])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            room = np.where(around < settle_level, np.log(settle_level / np.maximum(around, 1e-300)) / log_growth, 0.0)
+        size = int(min(0.8 * float(np.min(room)), 1e15)) + 1  # users per block
+        while first < stop:
+            if len(blocks) >= _MAX_PREDICTED_BLOCKS:
+                return [*blocks, (first, half)] if first <= half else blocks
+            last = min(first + size - 1, stop - 1)
+            blocks.append((first, last))
+            first = last + 1
+    return blocks
+
+
 def _branch_and_bound(
     n_users: int,
     flip: float,
-    score: Callable[[PrivacyProfile], np.ndarray],
+    score: Callable[[_CountPair], np.ndarray],
     *,
     rtol: float,
     atol: float,
@@ -454,14 +538,17 @@ def _branch_and_bound(
     """
     half = (n_users - 1) // 2
     lower, best_k = None, 0
-    for k in _seed_ks(half):
-        value = np.atleast_1d(score(_block_pair(n_users, flip, k, k, tail_mass, fft_delta_error)))
+    seeds, seed_values = _seed_ks(half), []
+    for k in seeds:
+        value = np.atleast_1d(score(_block_counts(n_users, flip, k, k, tail_mass, fft_delta_error)))
+        seed_values.append(value)
         if lower is None or np.any(value > lower):
             lower, best_k = value if lower is None else np.maximum(lower, value), k
         if threshold is not None and value[0] > threshold:
             return value, value, k
     scale = np.maximum(lower, 1e-300)
     upper = lower.copy()
+    settle_level = np.full_like(lower, threshold) if threshold is not None else lower * (1.0 + rtol) + atol
 
     def settled(bound: np.ndarray) -> bool:
         if threshold is not None:
@@ -469,11 +556,17 @@ def _branch_and_bound(
         return bool(np.all(bound <= lower * (1.0 + rtol) + atol))
 
     def push(first: int, last: int) -> None:
-        bound = np.atleast_1d(score(_block_pair(n_users, flip, first, last, tail_mass, fft_delta_error)))
+        bound = np.atleast_1d(score(_block_counts(n_users, flip, first, last, tail_mass, fft_delta_error)))
         heapq.heappush(heap, (-float(np.max(bound / scale)), first, last, bound))
 
     heap: list[tuple[float, int, int, np.ndarray]] = []
-    push(0, half)
+    if len(seeds) > 2:  # blocks sized to settle at once (a prediction: any that does not is split as usual)
+        one_user = np.atleast_1d(score(_block_counts(n_users, flip, 0, 1, tail_mass, fft_delta_error)))
+        growth = one_user / np.maximum(seed_values[0], 1e-300)
+        for first, last in _predicted_blocks(half, seeds, np.array(seed_values), growth, settle_level):
+            push(first, last)
+    else:
+        push(0, half)
     while heap:
         _, first, last, bound = heapq.heappop(heap)
         if settled(bound):
@@ -533,7 +626,7 @@ def rr_worst_case_delta_bound(
     flip = _checked_flip(flip_probability, owner)
     eps = _checked_epsilons(epsilons, owner)
     upper, _, worst_k = _branch_and_bound(
-        n_users, flip, lambda pair: pair.delta(eps), rtol=_BOUND_RTOL, atol=4 * _TAIL_MASS, tail_mass=_TAIL_MASS
+        n_users, flip, lambda pair: pair.profile().delta(eps), rtol=_BOUND_RTOL, atol=4 * _TAIL_MASS, tail_mass=_TAIL_MASS
     )
     return (upper, np.full(eps.size, worst_k, dtype=np.int64)) if return_worst_k else upper
 
@@ -563,7 +656,7 @@ def rr_worst_case_epsilon(n_users: int, flip_probability: float, delta: float) -
     upper, _, _ = _branch_and_bound(
         n_users,
         flip,
-        lambda pair: np.array([pair.epsilon(delta)]),
+        lambda pair: np.array([pair.profile().epsilon(delta)]),
         rtol=_BOUND_RTOL,
         atol=1e-12,
         tail_mass=tail,
@@ -618,26 +711,16 @@ def rr_worst_case_profile(
     atol = check_real(atol, "atol", owner, low=0.0, high=1e-3, low_open=True)
     resolution = check_real(resolution, "resolution", owner, low=1e-6, high=0.1)
     extra = _checked_epsilons(epsilons, owner) if np.size(epsilons) else np.zeros(0)
-    largest_loss = math.log((1.0 - flip) / flip) + 1e-9  # every likelihood ratio of the view is below e^this
-    steps = math.ceil(largest_loss / resolution)
-    if steps > 1_000_000:
+    largest_loss = _largest_loss(flip)
+    if math.ceil(largest_loss / resolution) > 1_000_000:
         raise invalid("resolution", owner, f"coarse enough for at most 10^6 samples up to epsilon {largest_loss:.3g}", resolution)
-    grid = np.union1d(np.linspace(0.0, largest_loss, steps + 1), extra[extra < largest_loss])
-    upper, _, _ = _branch_and_bound(
-        n_users,
-        flip,
-        lambda pair: pair.delta(grid),
-        rtol=_ENVELOPE_RTOL,
-        atol=atol / 2,
-        tail_mass=min(_TAIL_MASS, atol * 1e-6),
-        fft_delta_error=atol / 2,
-    )
+    grid, upper = _sampled_worst_case(n_users, flip, atol, resolution, extra)
     extra = extra[extra < largest_loss]
     if extra.size:  # the requested points to within a relative 1e-9: a tighter upper bound replaces the sample
         tight, _, _ = _branch_and_bound(
             n_users,
             flip,
-            lambda pair: pair.delta(extra),
+            lambda pair: pair.profile().delta(extra),
             rtol=_BOUND_RTOL,
             atol=atol * 1e-6,
             tail_mass=min(_TAIL_MASS, atol * 1e-9),
@@ -646,6 +729,30 @@ def rr_worst_case_profile(
         at = np.searchsorted(grid, extra)
         upper[at] = np.minimum(upper[at], tight)
     return symmetric_pair_from_samples(grid, np.minimum(upper, 1.0), neighbouring=Neighbouring.REPLACE_ONE)
+
+
+def _largest_loss(flip: float) -> float:
+    """Every likelihood ratio of the count view is below ``e^`` this."""
+    return math.log((1.0 - flip) / flip) + 1e-9
+
+
+def _sampled_worst_case(
+    n_users: int, flip: float, atol: float, resolution: float, extra: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The grid of `rr_worst_case_profile` (step ``resolution`` and the ``extra`` points) and its upper bounds."""
+    largest_loss = _largest_loss(flip)
+    steps = math.ceil(largest_loss / resolution)
+    grid = np.union1d(np.linspace(0.0, largest_loss, steps + 1), extra[extra < largest_loss])
+    upper, _, _ = _branch_and_bound(
+        n_users,
+        flip,
+        lambda pair: pair.profile().delta(grid),
+        rtol=_ENVELOPE_RTOL,
+        atol=atol / 2,
+        tail_mass=min(_TAIL_MASS, atol * 1e-6),
+        fft_delta_error=atol / 2,
+    )
+    return grid, upper
 
 
 def _checked_flip(value: float, owner: str) -> float:
@@ -659,52 +766,103 @@ def _checked_epsilons(epsilons: float | np.ndarray, owner: str) -> np.ndarray:
     return eps
 
 
-def _meets_target(n_users: int, flip: float, epsilon: float, delta: float) -> tuple[bool, int]:
-    """Whether every neighbour's delta at ``epsilon`` is at most ``delta`` (up to float rounding); else a violating k."""
+def _meets_target(n_users: int, flip: float, epsilon: float, delta: float) -> tuple[bool, int, float]:
+    """Whether every neighbour's delta at ``epsilon`` is at most ``delta`` (up to float rounding).
+
+    Returns ``(meets, k, bound)``: a violating ``k`` when it does not meet the target, and
+    ``bound``, an upper bound on every neighbour's delta at ``epsilon`` when it does (the largest
+    bound of the settled blocks and exactly evaluated neighbours).
+    """
     tail = min(_TAIL_MASS, 1e-10 * delta)
     threshold = delta * (1 + _RTOL)
     upper, _, k = _branch_and_bound(
         n_users,
         flip,
-        lambda pair: pair.delta(np.array([epsilon])),
+        lambda pair: np.array([pair.delta_at(epsilon)]),
         rtol=0.0,
         atol=0.0,
         tail_mass=tail,
         threshold=threshold,
         fft_delta_error=_FFT_DELTA_SHARE * delta,
     )
-    return bool(upper[0] <= threshold), k
+    return bool(upper[0] <= threshold), k, float(upper[0])
 
 
-def _tight_flip_probability(epsilon: float, delta: float, n_users: int) -> float:
-    """Bisection on ``log q`` against the worst of a growing set of neighbours, verified over all of them."""
+def _tight_flip_probability(epsilon: float, delta: float, n_users: int) -> tuple[float, float]:
+    """Least ``q`` (within a relative ``1e-6`` of ``log q``) against a growing set of neighbours, verified over all of them.
+
+    Returns ``(q, bound)``: ``bound`` is an upper bound on every neighbour's delta at
+    ``epsilon``, at most ``delta (1 + 1e-9)`` (``delta`` itself for the epsilon-LDP flip).
+    """
     local = 1.0 / (1.0 + math.exp(epsilon))  # epsilon-LDP: meets any delta
     tail = min(_TAIL_MASS, 1e-10 * delta)
     fft = _FFT_DELTA_SHARE * delta
     candidates = {0}
+    log_start = None
     for _ in range(40):
 
         def delta_at(log_flip: float, ks: frozenset[int] = frozenset(candidates)) -> float:
             flip = math.exp(log_flip)
-            return max(float(_neighbour_pair(n_users, flip, k, tail, fft).delta(epsilon)) for k in ks)
+            return max(_neighbour_counts(n_users, flip, k, tail, fft).delta_at(epsilon) for k in ks)
 
-        try:
-            log_flip = calibrate(
-                delta_at,
-                target_delta=delta,
-                lower=math.log(_SMALLEST_FLIP),
-                upper=math.log(local),
-                more_private="increasing",
-                tolerance=1e-6,
-            )
-        except InvalidParameterError:  # delta below the numerical accuracy of the bound: epsilon-LDP meets any delta
-            return local * (1.0 + 1e-12)  # rounded towards more privacy: its local epsilon is below epsilon
+        log_flip = _least_log_flip(delta_at, delta, math.log(_SMALLEST_FLIP), math.log(local), log_start)
+        if log_flip is None:  # delta below the numerical accuracy of the bound: epsilon-LDP meets any delta
+            return local * (1.0 + 1e-12), delta  # rounded towards more privacy: its local epsilon is below epsilon
         flip = min(math.exp(log_flip), local)
-        meets, violating_k = _meets_target(n_users, flip, epsilon, delta)
+        meets, violating_k, bound = _meets_target(n_users, flip, epsilon, delta)
         if meets:
-            return flip
+            return flip, bound
         candidates.add(violating_k)
+        log_start = log_flip  # more neighbours need at least this much noise
     raise RuntimeError("RRBitSum: tight calibration did not converge; use calibration='analytic'")  # pragma: no cover
+
+
+def _least_log_flip(
+    delta_at: Callable[[float], float], target: float, risky: float, safe: float, start: float | None
+) -> float | None:
+    """Least ``log q`` in ``[risky, safe]`` with ``delta_at(log q) <= target``, to a relative ``1e-6``.
+
+    The same bracket, stopping rule and guarantee as bisection (`privsum.accounting.calibration.calibrate`:
+    the returned end of the final bracket meets the target, the other misses it, and they are
+    within ``1e-6 max(1, |log q|)``), found in fewer evaluations by regula falsi (Illinois) on
+    ``log delta``, which is nearly linear in ``log q``. ``start``, if given, is a point at or
+    below the answer (a previous answer for fewer neighbours). ``None`` when even ``safe`` misses.
+    """
+    values: dict[float, float] = {}
+
+    def gap(log_flip: float) -> float:
+        if log_flip not in values:
+            values[log_flip] = math.log(max(delta_at(log_flip), 1e-300)) - math.log(target)
+        return values[log_flip]
+
+    if gap(safe) > 0:
+        return None
+    if start is not None and risky < start < safe:
+        if gap(start) <= 0:
+            return start
+        risky = start
+    if gap(risky) <= 0:
+        return risky
+    side, repeats = 0, 0
+    for _ in range(200):
+        width = safe - risky
+        tolerance = 1e-6 * max(1.0, abs(safe))
+        if width <= tolerance:
+            break
+        damping = 2.0**repeats  # Illinois: damp the end that stayed put, more each time it stays
+        g_safe = gap(safe) / (damping if side == -1 else 1.0)
+        g_risky = gap(risky) / (damping if side == 1 else 1.0)
+        guess = safe - g_safe * width / (g_safe - g_risky)
+        margin = min(0.49 * tolerance, 0.5 * width)  # a step just past the root closes the bracket
+        guess = min(max(guess, risky + margin), safe - margin)
+        moved = 1 if gap(guess) <= 0 else -1
+        repeats = repeats + 1 if moved == side else 0
+        side = moved
+        if moved == 1:
+            safe = guess
+        else:
+            risky = guess
+    return safe
 
 
 def _verified_epsilon(n_users: int, flip: float, delta: float) -> float:

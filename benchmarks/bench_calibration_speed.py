@@ -61,7 +61,7 @@ def clear_caches() -> None:
     from privsum.kde import protocol
 
     clear_calibration_cache()
-    rr._neighbour_pair.cache_clear()
+    rr._neighbour_counts.cache_clear()
     protocol._composed_guarantee.cache_clear()
 
 

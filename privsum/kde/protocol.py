@@ -21,7 +21,7 @@ from privsum._validation import check_choice, check_delta, check_epsilon, check_
 from privsum.accounting.cache import cached_calibration
 from privsum.accounting.events import ComposedEvent, GuaranteeEvent, PrivacyEvent
 from privsum.accounting.guarantee import PrivacyGuarantee
-from privsum.accounting.pld import PLDPair
+from privsum.accounting.homogeneous import optimal_composition, optimal_composition_floor
 from privsum.bitsum import bitsum_protocol
 from privsum.bitsum.base import BitSumProtocol
 from privsum.bitsum.central import CentralGaussianBitSum, CentralLaplaceBitSum, ExactBitSum
@@ -623,8 +623,15 @@ def _is_nested_list(x: Any) -> bool:
 
 
 def _generic_composed_epsilon(epsilon0: float, delta0: float, count: int, delta: float) -> float:
-    """Epsilon at ``delta`` of ``count`` compositions of the worst ``(epsilon0, delta0)`` mechanism."""
-    return PLDPair.from_guarantee(PrivacyGuarantee(epsilon0, delta0)).self_compose(count).epsilon(delta)
+    """Epsilon at ``delta`` of ``count`` compositions of the worst ``(epsilon0, delta0)`` mechanism (exact)."""
+    return _optimal_epsilon(PrivacyGuarantee(epsilon0, delta0), count, delta)
+
+
+def _optimal_epsilon(instance: PrivacyGuarantee, count: int, delta: float) -> float:
+    """`optimal_composition`'s epsilon, ``inf`` where ``delta`` is at most its floor."""
+    if not delta > optimal_composition_floor(instance, count):
+        return math.inf
+    return optimal_composition(instance, count, delta).epsilon
 
 
 def _largest_feasible(
@@ -737,5 +744,13 @@ def _tight_calibration(build: Any, *, epsilon: float, delta: float, delta0: floa
 
 @functools.lru_cache(maxsize=64)
 def _composed_guarantee(event: ComposedEvent, delta: float) -> PrivacyGuarantee:
-    """PLD composition at ``delta``, cached: many KDEs share one calibrated bit sum and family size."""
-    return PrivacyGuarantee(event.pld().epsilon(delta), delta, event.neighbouring)
+    """Composition at ``delta``, cached: many KDEs share one calibrated bit sum and family size.
+
+    A generic ``(epsilon0, delta0)`` event composes exactly by the optimal composition theorem
+    (Kairouz, Oh & Viswanath, ICML 2015); an event with its own privacy-loss distribution by PLD.
+    """
+    if isinstance(event.event, GuaranteeEvent):
+        epsilon = _optimal_epsilon(event.event.guarantee, event.count, delta)
+    else:
+        epsilon = event.pld().epsilon(delta)
+    return PrivacyGuarantee(epsilon, delta, event.neighbouring)

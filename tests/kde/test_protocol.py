@@ -424,3 +424,11 @@ def test_debias_leaves_families_without_a_floor_unchanged_and_is_validated() -> 
     np.testing.assert_array_equal(released(queries, debias=True), released(queries))
     with pytest.raises(InvalidParameterError, match="'debias'"):
         released(queries, debias=1)
+
+
+@pytest.mark.parametrize("options", [{"": 0}, {"flooding": "paper"}, {"epsilon": 1.0}])
+def test_protocol_options_the_protocol_does_not_take_are_refused_by_name(options) -> None:
+    with pytest.raises(InvalidParameterError, match="protocol_options"):
+        ShuffledKDE.from_privacy(
+            family=rff(2), protocol=RRBitSum, epsilon=2.0, delta=1e-6, n_users=50, protocol_options=options
+        )

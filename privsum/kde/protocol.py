@@ -437,11 +437,7 @@ class ShuffledKDE(ShuffleProtocol):
             or (isinstance(protocol_options, Mapping) and all(isinstance(k, str) for k in protocol_options))
         ):
             raise invalid("protocol_options", owner, "None or a mapping of keyword names to values", protocol_options)
-        accepted = _extra_options(protocol)
-        unknown = sorted(set(protocol_options or {}) - accepted) if accepted is not None else []
-        if unknown:
-            expected = f"keywords of {protocol.__name__}.from_privacy other than those set here ({sorted(accepted)})"
-            raise invalid("protocol_options", owner, expected, unknown)
+        _check_protocol_options(protocol, protocol_options or {}, owner)
         options = tuple(sorted(dict(protocol_options or {}).items()))
         return cached_calibration(
             cls._calibrated, family, protocol, epsilon, delta, n_users, accounting, calibration, chunk_size, precision, options
@@ -583,6 +579,22 @@ def _fourier_probabilities(
     return probabilities
 
 
+# Keywords of a bit sum's ``from_privacy`` that the KDE's calibration sets itself.
+_CALIBRATION_KEYWORDS = frozenset({"epsilon", "delta", "n_users", "calibration"})
+
+
+def _check_protocol_options(protocol: type[BitSumProtocol], options: Mapping[str, Any], owner: str) -> None:
+    """Every option names a keyword of ``protocol.from_privacy`` that the calibration does not set."""
+    parameters = inspect.signature(protocol.from_privacy).parameters
+    if any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters.values()):
+        return  # the protocol checks its own keywords
+    accepted = set(parameters) - _CALIBRATION_KEYWORDS
+    unknown = sorted(set(options) - accepted)
+    if unknown:
+        expected = f"keywords {protocol.__name__}.from_privacy takes besides those the KDE sets: {sorted(accepted)}"
+        raise invalid("protocol_options", owner, expected, unknown)
+
+
 def _kde_guarantee(
     bitsum: BitSumProtocol, n_participants: int | None, touched: int, repetitions: int, accounting: str, delta: float
 ) -> PrivacyGuarantee:
@@ -626,15 +638,6 @@ def touched_per_repetition(family: LSQFamily) -> int:
 def _is_nested_list(x: Any) -> bool:
     """A list of points (rather than an iterable of chunks): its items are scalars' sequences."""
     return isinstance(x, (list, tuple)) and len(x) > 0 and not isinstance(x[0], np.ndarray) and np.ndim(x[0]) == 1
-
-
-def _extra_options(protocol: type[BitSumProtocol]) -> set[str] | None:
-    """Keywords ``protocol.from_privacy`` takes beyond those `ShuffledKDE.from_privacy` sets (None: any, it has ``**kwargs``)."""
-    parameters = inspect.signature(protocol.from_privacy).parameters.values()
-    if any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters):
-        return None
-    keywords = {p.name for p in parameters if p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)}
-    return keywords - {"epsilon", "delta", "n_users", "calibration"}
 
 
 def _generic_composed_epsilon(epsilon0: float, delta0: float, count: int, delta: float) -> float:

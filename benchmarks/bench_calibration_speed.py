@@ -3,7 +3,7 @@
 Usage (from the repository root)::
 
     PYTHONPATH=.:benchmarks python benchmarks/bench_calibration_speed.py [--repeats 3] [--only rr 3nb]
-        [--rr-sizes 560000 10000000 1000000000]
+        [--rr-sizes 560000 10000000 1000000000] [--baseline DIR]
 
 Prints one JSON line per measurement with the machine, its load average, the command, the
 median and the spread (min, max) of the repeats:
@@ -15,7 +15,14 @@ median and the spread (min, max) of the repeats:
   1 s and at most the matmul); and ``RRBitSum(n_users=n, flip_probability=0.25, delta=1e-8)``'s
   ``guarantee`` and ``event`` (the worst-case profile) at each ``--rr-sizes`` value, caches
   cleared (target: at most 1 s each).
-* ``3nb``: reserved for the 3NB part.
+* ``--baseline DIR``: the same RR calibration with the privsum found in ``DIR`` (an older
+  checkout, e.g. ``git archive <commit> privsum | tar -x -C DIR``), timed in a child process
+  in the same run, and the speed-up.
+* ``3nb``: the same ``ShuffledKDE.from_privacy`` with ``protocol="3nb"``, every cache cleared
+  before each repeat (calibration cache, truncated negative-binomial pmfs, composed-guarantee
+  cache), against the same in-process matmul (target: at most 1 s and at most the matmul); and
+  ``ThreeNBBitSum.from_privacy(epsilon=e, delta=1e-6, n_users=1000)`` at ``e = 0.01`` and
+  ``e = 1e-6`` (which must finish fast or be refused with a clear error).
 
 The machine this runs on may be shared with other work: the load average is printed with every
 line, and ratios are of numbers measured in the same run.
@@ -25,8 +32,11 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import os
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 
@@ -55,13 +65,15 @@ def emit(target: str, **fields: object) -> None:
 
 
 def clear_caches() -> None:
-    """Every in-memory cache the RR calibration and the KDE's composition use."""
+    """Every in-memory cache the RR and 3NB calibrations and the KDE's composition use."""
     from privsum.accounting.cache import clear_calibration_cache
-    from privsum.bitsum import rr
+    from privsum.bitsum import exact, rr
     from privsum.kde import protocol
 
     clear_calibration_cache()
-    rr._neighbour_pair.cache_clear()
+    rr._neighbour_counts.cache_clear()
+    rr._binomial_window.cache_clear()
+    exact._truncated_nb_cached.cache_clear()
     protocol._composed_guarantee.cache_clear()
 
 
@@ -72,7 +84,8 @@ def matmul_seconds(repeats: int) -> list[float]:
     return timings(lambda: points @ frequencies, repeats)
 
 
-def bench_rr_kde(repeats: int) -> None:
+def kde_calibration(protocol: str, repeats: int) -> tuple[list[float], list[float], object]:
+    """Uncached ``ShuffledKDE.from_privacy`` at the paper setting and the matmul, timed in this process."""
     from privsum.kde import ShuffledKDE
     from privsum.lsq import RandomFourierFeatures
 
@@ -80,19 +93,94 @@ def bench_rr_kde(repeats: int) -> None:
     result = {}
 
     def calibrate() -> None:
-        result["kde"] = ShuffledKDE.from_privacy(family=family, protocol="rr", epsilon=2.0, delta=1e-6, n_users=40_000)
+        result["kde"] = ShuffledKDE.from_privacy(family=family, protocol=protocol, epsilon=2.0, delta=1e-6, n_users=40_000)
 
     matmul = matmul_seconds(repeats)
     calibration = timings(calibrate, repeats, clear_caches)
+    return calibration, matmul, result["kde"]
+
+
+def bench_rr_kde(repeats: int) -> None:
+    calibration, matmul, kde = kde_calibration("rr", repeats)
     emit(
         "ShuffledKDE.from_privacy RR I=768 eps=2 delta=1e-6 n=40000, uncached",
         calibration=summary(calibration),
         matmul_40000x768x768=summary(matmul),
         ratio_to_matmul=round(statistics.median(calibration) / statistics.median(matmul), 3),
-        flip_probability=result["kde"].bitsum.flip_probability,
-        epsilon=result["kde"].guarantee.epsilon,
+        flip_probability=kde.bitsum.flip_probability,
+        epsilon=kde.guarantee.epsilon,
         goal="<= 1 s and <= 1 matmul",
     )
+
+
+_BASELINE_SNIPPET = """
+import json, sys, time
+from privsum.kde import ShuffledKDE
+from privsum.lsq import RandomFourierFeatures
+family = RandomFourierFeatures(dimension=768, n_repetitions=768, seed=0)
+start = time.perf_counter()
+kde = ShuffledKDE.from_privacy(family=family, protocol="rr", epsilon=2.0, delta=1e-6, n_users=40_000)
+print(json.dumps([time.perf_counter() - start, kde.bitsum.flip_probability]))
+"""
+
+
+def bench_rr_baseline(repeats: int, baseline: str) -> None:
+    """The same uncached calibration with an older privsum, each repeat in a fresh child process."""
+    def child(directory: str) -> list[float]:
+        # run inside `directory`: `python -c` puts the working directory first on sys.path
+        env = {**os.environ, "PYTHONPATH": directory}
+        output = subprocess.run(
+            [sys.executable, "-c", _BASELINE_SNIPPET], cwd=directory, env=env, check=True, capture_output=True, text=True
+        )
+        return json.loads(output.stdout.strip().splitlines()[-1])
+
+    runs = [child(os.path.abspath(baseline)) for _ in range(repeats)]
+    mine = [child(os.getcwd()) for _ in range(repeats)]
+    before, after = [run[0] for run in runs], [run[0] for run in mine]
+    emit(
+        "ShuffledKDE.from_privacy RR I=768, fresh processes: baseline privsum against this one",
+        baseline_dir=baseline,
+        baseline=summary(before),
+        this=summary(after),
+        speedup=round(statistics.median(before) / statistics.median(after), 2),
+        baseline_flip_probability=runs[0][1],
+        flip_probability=mine[0][1],
+    )
+
+
+def bench_3nb_kde(repeats: int) -> None:
+    calibration, matmul, kde = kde_calibration("3nb", repeats)
+    emit(
+        "ShuffledKDE.from_privacy 3NB I=768 eps=2 delta=1e-6 n=40000, uncached",
+        calibration=summary(calibration),
+        matmul_40000x768x768=summary(matmul),
+        ratio_to_matmul=round(statistics.median(calibration) / statistics.median(matmul), 3),
+        noise_ratio=kde.bitsum.noise_ratio,
+        instance_epsilon=kde.bitsum.guarantee.epsilon,
+        epsilon=kde.guarantee.epsilon,
+        goal="<= 1 s and <= 1 matmul",
+    )
+
+
+def bench_3nb_small_epsilon(repeats: int) -> None:
+    from privsum.bitsum import ThreeNBBitSum
+    from privsum.exceptions import InvalidParameterError
+
+    def calibrate(epsilon: float, outcome: dict) -> None:
+        try:
+            protocol = ThreeNBBitSum.from_privacy(epsilon=epsilon, delta=1e-6, n_users=1000)
+            outcome["result"] = f"noise_ratio={protocol.noise_ratio}"
+        except InvalidParameterError as error:
+            outcome["result"] = f"refused: {error}"
+
+    for epsilon in (0.01, 1e-6):
+        outcome: dict = {}
+        emit(
+            f"ThreeNBBitSum.from_privacy(epsilon={epsilon}, delta=1e-6, n_users=1000), uncached",
+            calibration=summary(timings(functools.partial(calibrate, epsilon, outcome), repeats, clear_caches)),
+            result=outcome["result"],
+            goal="fast, or refused with a clear error",
+        )
 
 
 def bench_rr_guarantee(repeats: int, sizes: list[int]) -> None:
@@ -116,12 +204,16 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--only", nargs="+", choices=TARGETS, default=list(TARGETS))
     parser.add_argument("--rr-sizes", nargs="+", type=int, default=[560_000])
+    parser.add_argument("--baseline", help="a directory holding an older privsum package to compare with")
     args = parser.parse_args()
     if "rr" in args.only:
         bench_rr_kde(args.repeats)
+        if args.baseline:
+            bench_rr_baseline(args.repeats, args.baseline)
         bench_rr_guarantee(args.repeats, args.rr_sizes)
     if "3nb" in args.only:
-        emit("3NB", note="not measured here yet")
+        bench_3nb_kde(args.repeats)
+        bench_3nb_small_epsilon(args.repeats)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 Usage:
     PYTHONPATH=. python benchmarks/bench_race_regression.py [--seeds 8] [--private-rows 30 100 500]
-        [--reference-rows 500 2000 8000] [--epsilon 10]
+        [--reference-rows 500 2000 8000] [--epsilon 10] [--bits 6] [--solvers moments surrogate]
 
 Each seed draws a 70/30 train/test split (``train_test_split(random_state=seed)``) and uses the
 same seed as the public hash seed and, at finite epsilon, the private noise seed. Both features
@@ -67,6 +67,8 @@ def main() -> None:
     parser.add_argument("--epsilon", type=float, default=10.0)
     parser.add_argument("--private-rows", type=int, nargs="+", default=[30, 100, 500])
     parser.add_argument("--reference-rows", type=int, nargs="+", default=[500, 2000, 8000])
+    parser.add_argument("--bits", type=int, default=6, help="n_bits of the signed random projections")
+    parser.add_argument("--solvers", nargs="+", default=["moments", "surrogate"], choices=["moments", "surrogate"])
     args = parser.parse_args()
     print(f"machine: {machine()}  (shared machine: other developers' jobs may be running)")
     print(f"command: {' '.join([sys.executable, *sys.argv])}")
@@ -78,13 +80,15 @@ def main() -> None:
         least_squares_errors.append(error_ratio(slope * test_x[:, 0] + intercept, train_y, test_y))
     print(f"{len(splits)} splits, {len(splits[0][0])} training points")
     print(f"least squares test error / mean's: {summary(least_squares_errors)}")
-    configs = [{"solver": "moments", "n_rows": rows, "epsilon": None} for rows in args.reference_rows]
-    configs += [{"solver": "surrogate", "n_rows": rows, "epsilon": None} for rows in args.reference_rows if rows <= 2000]
-    configs += [{"solver": "moments", "n_rows": rows, "epsilon": args.epsilon} for rows in args.private_rows]
-    configs += [{"solver": "surrogate", "n_rows": rows, "epsilon": args.epsilon} for rows in args.private_rows]
+    configs = []
+    for epsilon, rows in [(None, args.reference_rows), (args.epsilon, args.private_rows)]:
+        for solver in args.solvers:
+            limit = 2000 if solver == "surrogate" and epsilon is None else None  # the surrogate is slow and far off there
+            kept = [r for r in rows if not limit or r <= limit]
+            configs += [{"solver": solver, "n_rows": r, "epsilon": epsilon, "n_bits": args.bits} for r in kept]
     for config in configs:
         slopes, errors, seconds = run(config, splits, error_ratio)
-        label = f"{config['solver']:9s} R={config['n_rows']:5d} eps={config['epsilon'] or 'inf'}"
+        label = f"{config['solver']:9s} R={config['n_rows']:5d} p={config['n_bits']} eps={config['epsilon'] or 'inf'}"
         print(f"{label:32s} slope/LS: {summary(slopes)} | test error/mean's: {summary(errors)} | {seconds:5.1f} s/fit")
         print(f"{'':32s} slopes/LS per seed: {' '.join(f'{value:.2f}' for value in slopes)}", flush=True)
 

@@ -31,15 +31,28 @@ _SERIES_FROM = 16
 
 
 def _stirlerr(m: np.ndarray) -> np.ndarray:
-    """``log m! - (m + 1/2) log m + m - log sqrt(2 pi)`` for integers ``m >= 1`` (float array)."""
-    inverse_square = 1.0 / (m * m)
-    # Stirling's series to 1/m^9: the next term is below 3e-16 / m^2 at m >= 16.
+    """``log m! - (m + 1/2) log m + m - log sqrt(2 pi)`` for integers ``m >= 1`` (float array).
+
+    Stirling's series ``1/(12m) - 1/(360m^3) + 1/(1260m^5) - 1/(1680m^7) + 1/(1188m^9)``, cut
+    after the terms that matter at the smallest ``m`` (the first omitted term is below ``1e-19``);
+    below ``m = 16``, log-gamma.
+    """
+    if m.size == 0:
+        return np.zeros(0)
+    smallest = float(m.min())
+    inverse = 1.0 / m
+    if smallest >= 1e4:  # next term 1/(1260 m^5) < 1e-23
+        return inverse * (1.0 / 12.0 - (inverse * inverse) / 360.0)
+    inverse_square = inverse * inverse
+    if smallest >= 300:  # next term 1/(1680 m^7) < 1e-20
+        return inverse * (1.0 / 12.0 - inverse_square * (1.0 / 360.0 - inverse_square / 1260.0))
+    # the full series: its next term is below 3e-16 / m^2 at m >= 16
     series = (1.0 / 12.0) - inverse_square * (
         1.0 / 360.0 - inverse_square * (1.0 / 1260.0 - inverse_square * (1.0 / 1680.0 - inverse_square / 1188.0))
     )
-    result = series / m
-    small = np.flatnonzero(m < _SERIES_FROM)
-    if small.size:  # exact from log-gamma (values below 40: its rounding is a few 1e-15)
+    result = series * inverse
+    if smallest < _SERIES_FROM:  # exact from log-gamma (values below 40: its rounding is a few 1e-15)
+        small = np.flatnonzero(m < _SERIES_FROM)
         few = m[small]
         result[small] = special.gammaln(few + 1.0) - (few + 0.5) * np.log(few) + few - _HALF_LOG_TWO_PI
     return result
@@ -83,7 +96,7 @@ def binomial_pmf(low: int, high: int, trials: int, probability: float) -> np.nda
     ks = k[inside]
     rest = n - ks
     log_value = (
-        _stirlerr(np.array([n]))[0]
+        float(_stirlerr(np.array([n]))[0])
         - _stirlerr(ks)
         - _stirlerr(rest)
         - _bd0(ks, n * probability)

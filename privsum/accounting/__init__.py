@@ -31,6 +31,7 @@ from privsum.accounting.events import (
 )
 from privsum.accounting.gaussian import GaussianEvent, gaussian_delta, gaussian_epsilon, gaussian_sigma
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee, ThreatModel
+from privsum.accounting.homogeneous import optimal_composition, optimal_composition_delta, optimal_composition_floor
 from privsum.accounting.pld import DEFAULT_DISCRETIZATION, PLDPair
 from privsum.accounting.profile import PrivacyProfile, WorstCaseProfile, randomized_response_profile
 from privsum.accounting.skellam import RDP_ORDERS, SkellamEvent, rdp_delta, rdp_epsilon, skellam_rdp
@@ -63,6 +64,9 @@ __all__ = [
     "gaussian_delta",
     "gaussian_epsilon",
     "gaussian_sigma",
+    "optimal_composition",
+    "optimal_composition_delta",
+    "optimal_composition_floor",
     "parallel_composition",
     "pure_composition",
     "randomized_response_profile",

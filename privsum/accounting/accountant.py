@@ -15,12 +15,13 @@ from privsum._validation import check_choice, check_delta, check_integer, check_
 from privsum.accounting.composition import exact_weighted_sum
 from privsum.accounting.events import ComposedEvent, GuaranteeEvent, PrivacyEvent
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee, ThreatModel
+from privsum.accounting.homogeneous import optimal_composition, optimal_composition_delta, optimal_composition_floor
 from privsum.accounting.pld import DEFAULT_DISCRETIZATION, PLDPair
 from privsum.exceptions import BudgetExceededError, DeltaFloorWarning, InvalidParameterError
 
 __all__ = ["COMPOSITION_METHODS", "LedgerEntry", "PrivacyAccountant"]
 
-COMPOSITION_METHODS = ("best", "pld", "advanced", "basic")
+COMPOSITION_METHODS = ("best", "pld", "optimal", "advanced", "basic")
 
 
 @dataclass(frozen=True)
@@ -52,8 +53,10 @@ class PrivacyAccountant:
         budget: optional cap; `compose` raises `BudgetExceededError` (and records nothing) when
             the communication-threat total at ``budget.delta`` would exceed ``budget.epsilon``.
         method: default composition method: ``"best"`` (the smallest of the valid bounds below),
-            ``"pld"`` (numerical, pessimistic), ``"advanced"`` (heterogeneous Dwork-Rothblum-Vadhan)
-            or ``"basic"``.
+            ``"pld"`` (numerical, pessimistic), ``"optimal"`` (the exact composition of as many
+            ``(epsilon0, delta0)``-DP mechanisms, with the largest headline epsilon and delta of
+            the events: Kairouz, Oh & Viswanath, ICML 2015), ``"advanced"`` (heterogeneous
+            Dwork-Rothblum-Vadhan) or ``"basic"``.
         discretization: PLD loss discretisation interval.
 
     Privacy:
@@ -207,6 +210,8 @@ class PrivacyAccountant:
         floors = []
         if method in ("basic", "advanced", "best"):
             floors.append(min(1.0, _advanced_terms(entries)[2]))
+        if method in ("optimal", "best"):
+            floors.append(_optimal_floor(entries))
         if method in ("pld", "best"):
             pld = self._pld_or_none(entries, required=method == "pld")  # the mass at infinite loss, in either direction
             if pld is not None:
@@ -226,6 +231,8 @@ class PrivacyAccountant:
             candidates.append(_basic_epsilon(entries, delta))
         if method in ("advanced", "best"):
             candidates.append(_advanced_epsilon(entries, delta))
+        if method in ("optimal", "best"):
+            candidates.append(_optimal_epsilon(entries, delta))
         if method in ("pld", "best"):
             pld = self._pld_or_none(entries, required=method == "pld")
             if pld is not None:
@@ -248,6 +255,8 @@ class PrivacyAccountant:
             candidates.append(_basic_delta(entries) if _basic_sum(entries, "epsilon") <= epsilon else 1.0)
         if method in ("advanced", "best"):
             candidates.append(_advanced_delta(entries, epsilon))
+        if method in ("optimal", "best"):
+            candidates.append(optimal_composition_delta(*_homogeneous(entries), epsilon))
         if method in ("pld", "best"):
             pld = self._pld_or_none(entries, required=method == "pld")
             if pld is not None:
@@ -343,3 +352,35 @@ def _advanced_delta(entries: list[LedgerEntry], epsilon: float) -> float:
         return 1.0
     slack = math.exp(-((epsilon - drift) ** 2) / (2.0 * squares)) if squares > 0 else 0.0
     return min(1.0, deltas + slack)
+
+
+def _homogeneous(entries: list[LedgerEntry]) -> tuple[PrivacyGuarantee, int]:
+    """Every run is ``(max epsilon_j, max delta_j)``-DP: that guarantee, and the number of runs.
+
+    A `ComposedEvent` counts as its runs of the event inside it (with that event's headline).
+    """
+    runs = [_innermost_runs(entry.event, entry.count) for entry in entries]
+    worst = PrivacyGuarantee(
+        max(guarantee.epsilon for guarantee, _ in runs),
+        max(guarantee.delta for guarantee, _ in runs),
+        entries[0].event.guarantee.neighbouring,
+    )
+    return worst, sum(count for _, count in runs)
+
+
+def _innermost_runs(event: PrivacyEvent, count: int) -> tuple[PrivacyGuarantee, int]:
+    while isinstance(event, ComposedEvent):
+        event, count = event.event, count * event.count
+    return event.guarantee, count
+
+
+def _optimal_floor(entries: list[LedgerEntry]) -> float:
+    """``1 - (1 - delta_max)^K``: the optimal composition's delta at epsilon ``K epsilon_max`` (and beyond)."""
+    return optimal_composition_floor(*_homogeneous(entries))
+
+
+def _optimal_epsilon(entries: list[LedgerEntry], delta: float) -> float:
+    worst, count = _homogeneous(entries)
+    if not delta > _optimal_floor(entries):
+        return math.inf
+    return optimal_composition(worst, count, delta).epsilon

@@ -35,6 +35,11 @@ DIRECT_SELF_COMPOSE_MAX = 4096
 _TAIL_MASS_TRUNCATION = 1e-15
 #: Largest composed PMF (entries) a self-composition builds.
 _MAX_COMPOSED_ENTRIES = 1 << 24
+#: Mass of a profile's PLD (each direction) whose extreme losses may be moved pessimistically:
+#: at most half of it from the lowest losses up to a higher one, at most half from the highest
+#: losses to infinity. Each move raises delta at every epsilon (also after composition, by at most
+#: the count times this mass), and it keeps the PLD's support to the losses that carry mass.
+LOSS_TAIL_MASS = 1e-18
 
 
 def pld_library() -> ModuleType:
@@ -137,7 +142,7 @@ class PLDPair:
     def epsilon(self, delta: float) -> float:
         """Upper bound on epsilon at ``delta`` (maximum over both directions, at least 0)."""
         delta = check_delta(delta, "PLDPair.epsilon")
-        values = [self.forward.get_epsilon_for_delta(delta), self.backward.get_epsilon_for_delta(delta)]
+        values = [_distribution_epsilon(self.forward, delta), _distribution_epsilon(self.backward, delta)]
         return float(max(0.0, *values))
 
 
@@ -157,15 +162,76 @@ def _one_direction(upper: np.ndarray, lower: np.ndarray, upper_tail: float, inte
         span = int(indices.max()) - lowest + 1
         if span <= 4 * indices.size + 1024:  # a dense histogram: no sort (losses are bounded by the interval grid)
             masses = np.bincount(indices - lowest, weights=upper[finite], minlength=span)
-            present = np.flatnonzero(masses)
-            rounded_pmf = dict(zip((present + lowest).tolist(), masses[present].tolist(), strict=True))
+            rounded = np.arange(lowest, lowest + span)
         else:
             rounded, inverse = np.unique(indices, return_inverse=True)
             masses = np.bincount(inverse.ravel(), weights=upper[finite], minlength=rounded.size)
-            rounded_pmf = dict(zip(rounded.tolist(), masses.tolist(), strict=True))
+        rounded, masses, moved_to_infinity = _trim_extreme_losses(rounded, masses, LOSS_TAIL_MASS)
+        infinite_mass += moved_to_infinity
+        present = np.flatnonzero(masses)
+        rounded_pmf = dict(zip(rounded[present].tolist(), masses[present].tolist(), strict=True))
     return pld_library().PrivacyLossDistribution.create_from_rounded_probability(
         rounded_pmf, infinite_mass, interval, pessimistic_estimate=True
     )
+
+
+def _distribution_epsilon(distribution: pld_lib.PrivacyLossDistribution, delta: float) -> float:
+    """``distribution.get_epsilon_for_delta(delta)``, vectorised for dense PMFs (dp-accounting loops in Python)."""
+    pmfs = [distribution._pmf_remove] if distribution._symmetric else [distribution._pmf_remove, distribution._pmf_add]
+    return max(_pmf_epsilon(pmf, delta) for pmf in pmfs)
+
+
+def _pmf_epsilon(pmf: Any, delta: float) -> float:
+    """Smallest ``epsilon >= 0`` with ``inf_mass + sum_(l > epsilon) p_l (1 - e^(epsilon - l)) <= delta`` (0 if none needed).
+
+    The same walk as dp-accounting's ``get_epsilon_for_delta`` (from the largest loss down,
+    stopping at the first loss below the epsilon its suffix implies), with the suffix sums as
+    cumulative sums in the same order; only positive losses can exceed an ``epsilon >= 0``.
+    """
+    from dp_accounting.pld import pld_pmf
+
+    if not isinstance(pmf, pld_pmf.DensePLDPmf):
+        return max(0.0, pmf.get_epsilon_for_delta(delta))
+    infinity_mass = float(pmf._infinity_mass)
+    if infinity_mass > delta:
+        return math.inf
+    probs = np.asarray(pmf._probs, dtype=float)
+    losses = (pmf._lower_loss + np.arange(probs.size)) * pmf._discretization
+    positive = np.flatnonzero(losses > 0.0)[::-1]  # descending losses
+    if positive.size == 0:
+        return 0.0
+    descending, masses = losses[positive], probs[positive]
+    if descending[0] > 700.0:  # e^-loss underflows: dp-accounting's walk handles it
+        return max(0.0, pmf.get_epsilon_for_delta(delta))
+    upper = np.concatenate([[infinity_mass], infinity_mass + np.cumsum(masses)])  # before item k, then all
+    lower = np.concatenate([[0.0], np.cumsum(masses * np.exp(-descending))])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        implied = np.where((upper > delta) & (lower > 0.0), np.log((upper - delta) / lower), -math.inf)
+    stops = np.flatnonzero(implied[:-1] >= descending)
+    final = implied[stops[0]] if stops.size else implied[-1]
+    return max(0.0, float(final))
+
+
+def _trim_extreme_losses(rounded: np.ndarray, masses: np.ndarray, tail_mass: float) -> tuple[np.ndarray, np.ndarray, float]:
+    """Pessimistically drop the extreme losses of a rounded PLD that carry at most ``tail_mass`` together.
+
+    The longest prefix of ``masses`` (ascending losses) with sum at most ``tail_mass / 2`` is added
+    to the first loss kept (its losses only rise), the longest such suffix is returned as mass
+    moved to infinite loss. ``delta(epsilon) = inf_mass + E[(1 - e^(epsilon - L))_+]`` only grows
+    when a loss rises, for one PLD and for a composition (the sum of losses rises too). Profiles
+    of noise mechanisms have losses far out in their tails with masses below ``1e-100``; without
+    them the PLD and its composition are a fraction of the size.
+    """
+    below = np.cumsum(masses)
+    above = np.cumsum(masses[::-1])[::-1]
+    first = int(np.searchsorted(below, tail_mass / 2, side="right"))  # masses[:first] sum to <= tail_mass/2
+    last = masses.size - 1 - int(np.searchsorted(above[::-1], tail_mass / 2, side="right"))
+    if first > last:  # everything is in the tails (tiny total mass): keep it all
+        return rounded, masses, 0.0
+    kept = masses[first : last + 1].copy()
+    kept[0] += below[first - 1] if first > 0 else 0.0
+    moved = float(above[last + 1]) if last + 1 < masses.size else 0.0
+    return rounded[first : last + 1], kept, moved
 
 
 def _self_compose_distribution(distribution: pld_lib.PrivacyLossDistribution, count: int) -> pld_lib.PrivacyLossDistribution:

@@ -10,7 +10,8 @@ Truncated tails are always counted as infinite privacy loss, so every profile is
   `rr_profile` is the pair for one ``k``; `rr_worst_case_delta` takes the maximum over *every*
   ``k`` (both directions) in ``O(n * width)`` time.
 * Signed-count protocols (3NB, Pure): the view is the pair of counts ``(#(+1), #(-1))``;
-  `signed_count_profile` builds the exact two-dimensional pair for 3NB and `pure_epsilon_bound`
+  `signed_count_profile` builds the exact two-dimensional pair for 3NB (`signed_count_delta`
+  evaluates its delta at one epsilon without building the profile) and `pure_epsilon_bound`
   / `pure_epsilon_on_grid` give the pure-DP privacy loss of the drop-based pure protocol.
 """
 
@@ -31,6 +32,7 @@ __all__ = [
     "pure_epsilon_on_grid",
     "rr_profile",
     "rr_worst_case_delta",
+    "signed_count_delta",
     "signed_count_profile",
     "signed_count_profile_grid",
 ]
@@ -251,6 +253,49 @@ def signed_count_profile(
     return PrivacyProfile(
         upper, lower, neighbouring=Neighbouring.REPLACE_ONE, p_tail=w_tail / (1 + p), q_tail=p * w_tail / (1 + p)
     )
+
+
+def signed_count_delta(
+    noise_ratio: float, flooding_shape: float, flooding_ratio: float, epsilon: float, *, tail_mass: float = 1e-15
+) -> float:
+    """``signed_count_profile(1.0, noise_ratio, flooding_shape, flooding_ratio).delta(epsilon)``, in one pass.
+
+    Calibration evaluates the profile at one epsilon many times; building a `PrivacyProfile`
+    (losses, their order, suffix sums) each time costs ten times more than the hockey-stick sums
+    themselves. With ``W`` the pmf of the hidden count (see `signed_count_profile`), the reduced
+    pair is ``P = [p, W(0), ..., W(L-1), 0] / (1+p)`` and ``Q = [1, 0, p W(0), ..., p W(L-1)] / (1+p)``,
+    so, with ``s = e^epsilon``::
+
+        delta = max( W(0) + sum_c max(0, W(c) - s p W(c-1)) + W_tail,
+                     max(0, 1 - s p) + sum_c max(0, p W(c-1) - s W(c)) + p W(L-1) + p W_tail ) / (1 + p)
+
+    (the same sums as the profile's, in another order: equal up to floating-point rounding, a
+    relative ``1e-12`` in the tests). Truncated tails count as infinite loss, as in the profile.
+
+    Privacy:
+        Replace-one; the exact delta of the same dominating pair as `signed_count_profile`
+        (geometric noise, ``noise_shape = 1``), an upper bound where tails are truncated.
+
+    Examples:
+        >>> ratio, shape, flooding = math.exp(-0.8), 20.0, math.exp(-0.04)
+        >>> fast = signed_count_delta(ratio, shape, flooding, 0.9)
+        >>> bool(abs(fast - signed_count_profile(1.0, ratio, shape, flooding).delta(0.9)) < 1e-12)
+        True
+    """
+    owner = "signed_count_delta"
+    p = check_probability(noise_ratio, "noise_ratio", owner, allow_zero=False)
+    flooding_shape = check_real(flooding_shape, "flooding_shape", owner, low=0.0)
+    flooding_ratio = check_probability(flooding_ratio, "flooding_ratio", owner)
+    epsilon = check_real(epsilon, "epsilon", owner, low=0.0)
+    tail_mass = check_real(tail_mass, "tail_mass", owner, low=0.0, high=1e-3, low_open=True)
+    flooding, flooding_tail = _truncated_nb(flooding_shape, flooding_ratio, tail_mass)
+    w, hidden_tail = _plus_geometric(flooding, p * p, tail_mass)
+    w_tail = min(1.0, hidden_tail + flooding_tail)
+    scale = math.exp(epsilon)
+    later, earlier = w[1:], w[:-1]
+    forward = float(w[0]) + float(np.maximum(later - (scale * p) * earlier, 0.0).sum()) + w_tail
+    backward = max(0.0, 1.0 - scale * p) + float(np.maximum(p * earlier - scale * later, 0.0).sum()) + p * (float(w[-1]) + w_tail)
+    return max(forward, backward) / (1.0 + p)
 
 
 def signed_count_profile_grid(

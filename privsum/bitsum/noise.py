@@ -45,7 +45,7 @@ from privsum.bitsum.base import (
     signed_messages,
     symmetric_noise_half_width,
 )
-from privsum.bitsum.exact import pure_epsilon_bound, signed_count_profile
+from privsum.bitsum.exact import pure_epsilon_bound, signed_count_delta, signed_count_profile
 from privsum.exceptions import InvalidParameterError
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
@@ -54,6 +54,9 @@ from privsum.shuffle.noise import sample_negative_binomial
 __all__ = ["PureBitSum", "ThreeNBBitSum"]
 
 _RTOL = 1e-9
+# Tight 3NB calibration stops once the exact delta is within this fraction below the target
+# (the variance is then within about 1e-4 of the least; see the calibration tests).
+_CALIBRATION_DELTA_RTOL = 1e-2
 # flooding="communication": the default variance allowed above the "paper" flooding's tight calibration,
 # and the largest accepted.
 COMMUNICATION_VARIANCE_FACTOR = 1.1
@@ -262,7 +265,8 @@ class ThreeNBBitSum(_SignedCounts):
                 for flooding, as in the paper's reference code), ``r' = 3(1 + log(1/delta))``,
                 ``p' = e^{-0.04 epsilon}``. ``"tight"``: the same flooding and
                 ``r = 1``, with the smallest ``p`` (least variance) whose exact delta at
-                ``epsilon`` meets the target, found by bisection; it never sends more messages
+                ``epsilon`` meets the target (regula falsi on ``log delta``, stopping within 1% below
+                the target delta); it never sends more messages
                 than the analytic setting.
             flooding: ``"paper"`` (the flooding above, ``r' = 3(1 + log(1/delta))``,
                 ``p' = e^{-0.04 epsilon}``) or ``"communication"`` (with ``calibration="tight"``):
@@ -307,24 +311,32 @@ class ThreeNBBitSum(_SignedCounts):
         flooding_ratio = math.exp(-0.04 * epsilon)
         tail = _tail_for(delta)
 
-        def profile_at(noise_ratio: float) -> PrivacyProfile:
+        def exactly(compute: Any) -> Any:
             try:
-                return signed_count_profile(1.0, noise_ratio, flooding_shape, flooding_ratio, tail_mass=tail)
+                return compute()
             except InvalidParameterError:  # the work bound of the exact profile, named for the caller
                 expected = "large enough for an exact two-count profile (its flooding pmf grows like 1/epsilon)"
                 raise invalid("epsilon", owner, expected, epsilon) from None
+
+        def profile_at(noise_ratio: float) -> PrivacyProfile:
+            return exactly(lambda: signed_count_profile(1.0, noise_ratio, flooding_shape, flooding_ratio, tail_mass=tail))
+
+        def delta_at(noise_ratio: float) -> float:  # profile_at(noise_ratio).delta(epsilon), in one pass
+            return exactly(lambda: signed_count_delta(noise_ratio, flooding_shape, flooding_ratio, epsilon, tail_mass=tail))
 
         if calibration == "analytic":
             noise_ratio = math.exp(-0.8 * epsilon)
         else:
             share = calibrate(
-                lambda share: profile_at(math.exp(-share * epsilon)).delta(epsilon),
+                lambda share: delta_at(math.exp(-share * epsilon)),
                 target_delta=delta,
                 lower=0.5,
                 upper=1.0,
                 more_private="decreasing",
                 tolerance=1e-5,
                 caller=(owner, "delta", delta),
+                method="illinois",
+                delta_rtol=_CALIBRATION_DELTA_RTOL,
             )
             noise_ratio = math.exp(-share * epsilon)
         if flooding == "communication":
@@ -623,11 +635,15 @@ def _least_flooding(
 
 
 def _checked(shape: float, log_gap: float, noise_ratio: float, epsilon: float, delta: float, tail: float) -> bool:
+    """Whether the exact delta at ``epsilon`` (one pass, `signed_count_delta`) meets ``delta``.
+
+    `ThreeNBBitSum.from_privacy` re-checks the chosen point on the full `PrivacyProfile`.
+    """
     try:
-        profile = signed_count_profile(1.0, noise_ratio, shape, -math.expm1(log_gap), tail_mass=tail)
+        exact = signed_count_delta(noise_ratio, shape, -math.expm1(log_gap), epsilon, tail_mass=tail)
     except InvalidParameterError:
         return False
-    return bool(profile.delta(epsilon) <= delta)
+    return bool(exact <= delta)
 
 
 def _tail_for(delta: float) -> float:

@@ -380,9 +380,15 @@ _TAIL_MASS = 1e-30
 _BOUND_RTOL = 1e-9
 # Recently evaluated pairs are cached (they do not depend on epsilon or delta); at most 256 of them.
 _PAIR_CACHE_SIZE = 256
+# Binomial windows are cached too (a split block shares one window with its parent); read-only arrays.
+_WINDOW_CACHE_SIZE = 1024
+_ONE_POINT = np.ones(1)
+_ONE_POINT.setflags(write=False)
 # Long convolutions go by FFT when its error bound costs at most this share of the target delta
 # (added to delta, so results stay upper bounds; see `_neighbour_pair`).
 _FFT_DELTA_SHARE = 1e-4
+# Blocks of neighbours laid out before branch and bound refines (`_predicted_blocks`).
+_MAX_PREDICTED_BLOCKS = 2048
 # Relative slack of the worst-case profile's samples above an exactly evaluated neighbour.
 _ENVELOPE_RTOL = 1e-2
 _SMALLEST_TAIL = math.ulp(0.0)  # 5e-324, the smallest positive float
@@ -390,6 +396,7 @@ _SMALLEST_TAIL = math.ulp(0.0)  # 5e-324, the smallest positive float
 _PROFILE_RESOLUTION = 1e-3
 
 
+@functools.lru_cache(maxsize=_WINDOW_CACHE_SIZE)
 def _binomial_window(trials: int, flip: float, tail_mass: float) -> tuple[np.ndarray, float]:
     """pmf of ``Bin(trials, flip)`` on a window ``low..high`` holding all but a provably tiny mass.
 
@@ -398,7 +405,7 @@ def _binomial_window(trials: int, flip: float, tail_mass: float) -> tuple[np.nda
     cut side holds at most ``tail_mass``. Returns the pmf from ``lo`` and a bound on the cut mass.
     """
     if trials == 0:
-        return np.ones(1), 0.0
+        return _ONE_POINT, 0.0
     tail_mass = max(tail_mass, _SMALLEST_TAIL)  # a larger cut is still bounded (and reported): no log(1/0)
     # log(1 / tail) as before where 1 / tail is finite (bit-identical windows); -log(tail) for a subnormal tail
     log_term = math.log(1.0 / tail_mass) if tail_mass > 1e-300 else -math.log(tail_mass)
@@ -407,12 +414,43 @@ def _binomial_window(trials: int, flip: float, tail_mass: float) -> tuple[np.nda
     low = max(0, math.ceil(mean - radius - 1e-9))  # values below low are < mean - radius
     high = min(trials, math.floor(mean + radius + 1e-9))  # values above high are > mean + radius
     cut = (tail_mass if low > 0 else 0.0) + (tail_mass if high < trials else 0.0)
-    return binomial_pmf(low, high, trials, flip), cut
+    pmf = binomial_pmf(low, high, trials, flip)
+    pmf.setflags(write=False)  # cached and shared
+    return pmf, cut
+
+
+class _CountPair:
+    """The count's pmfs for the target bit 0 and 1 on one support, the mass cut from both, and the profile on demand."""
+
+    __slots__ = ("_profile", "bit_one", "bit_zero", "cut")
+
+    def __init__(self, bit_zero: np.ndarray, bit_one: np.ndarray, cut: float) -> None:
+        self.bit_zero, self.bit_one, self.cut = bit_zero, bit_one, cut
+        self._profile: PrivacyProfile | None = None
+
+    def profile(self) -> PrivacyProfile:
+        """The exact profile, the cut mass counted as infinite loss in both directions (built once)."""
+        if self._profile is None:
+            self._profile = PrivacyProfile._trusted(
+                self.bit_zero, self.bit_one, neighbouring=Neighbouring.REPLACE_ONE, p_tail=self.cut, q_tail=self.cut
+            )
+        return self._profile
+
+    def delta_at(self, epsilon: float) -> float:
+        """``profile().delta(epsilon)`` for one epsilon, summed directly: ``sum max(0, P - e^epsilon Q)`` both ways, plus the cut.
+
+        The points where ``P > e^epsilon Q`` are exactly those whose privacy loss exceeds
+        epsilon, so this is the profile's value (up to the rounding of the sums), without its logs and sorting.
+        """
+        scale = math.exp(epsilon)
+        forward = float(np.maximum(self.bit_zero - scale * self.bit_one, 0.0).sum())
+        backward = float(np.maximum(self.bit_one - scale * self.bit_zero, 0.0).sum())
+        return max(forward, backward) + self.cut
 
 
 @functools.lru_cache(maxsize=_PAIR_CACHE_SIZE)
-def _neighbour_pair(n_users: int, flip: float, ones: int, tail_mass: float, fft_delta_error: float = 0.0) -> PrivacyProfile:
-    """Exact profile (truncated tails counted as infinite loss) for ``ones`` ones among ``n_users - 1`` others.
+def _neighbour_counts(n_users: int, flip: float, ones: int, tail_mass: float, fft_delta_error: float = 0.0) -> _CountPair:
+    """The count's pair (truncated tails counted as infinite loss) for ``ones`` ones among ``n_users - 1`` others.
 
     The others' count ``U - D`` is a convolution, by FFT when that is long and its error bound
     ``e`` (L1, `privsum._convolution`) costs at most ``fft_delta_error`` in delta. That cost is
@@ -424,19 +462,31 @@ def _neighbour_pair(n_users: int, flip: float, ones: int, tail_mass: float, fft_
     down, down_cut = _binomial_window(ones, flip, tail_mass)
     # U - D up to a shift (the profile is shift invariant)
     others, error = convolve_pmfs(up, down[::-1], allowed_error=fft_delta_error * flip)
-    padded = np.append(others, 0.0)
-    shifted = np.insert(others, 0, 0.0)
-    bit_zero = (1.0 - flip) * padded + flip * shifted
-    bit_one = flip * padded + (1.0 - flip) * shifted
+    # bit 0: the count is U - D (+ Bern(q)); bit 1: U - D + Bern(1 - q); support of size len + 1
+    bit_zero, bit_one = np.zeros(others.size + 1), np.zeros(others.size + 1)
+    bit_zero[:-1] = (1.0 - flip) * others
+    bit_zero[1:] += flip * others
+    bit_one[:-1] = flip * others
+    bit_one[1:] += (1.0 - flip) * others
     cut = min(1.0, up_cut + down_cut + error / flip)
-    return PrivacyProfile._trusted(bit_zero, bit_one, neighbouring=Neighbouring.REPLACE_ONE, p_tail=cut, q_tail=cut)
+    return _CountPair(bit_zero, bit_one, cut)
+
+
+def _neighbour_pair(n_users: int, flip: float, ones: int, tail_mass: float, fft_delta_error: float = 0.0) -> PrivacyProfile:
+    """Exact profile (truncated tails counted as infinite loss) for ``ones`` ones among ``n_users - 1`` others."""
+    return _neighbour_counts(n_users, flip, ones, tail_mass, fft_delta_error).profile()
+
+
+def _block_counts(n_users: int, flip: float, first: int, last: int, tail_mass: float, fft_delta_error: float = 0.0) -> _CountPair:
+    """A pair dominating every neighbour ``k`` in ``first..last`` (exact when ``first == last``)."""
+    return _neighbour_counts(n_users - (last - first), flip, first, tail_mass, fft_delta_error)
 
 
 def _block_pair(
     n_users: int, flip: float, first: int, last: int, tail_mass: float, fft_delta_error: float = 0.0
 ) -> PrivacyProfile:
-    """A pair dominating every neighbour ``k`` in ``first..last`` (exact when ``first == last``)."""
-    return _neighbour_pair(n_users - (last - first), flip, first, tail_mass, fft_delta_error)
+    """The profile of `_block_counts`."""
+    return _block_counts(n_users, flip, first, last, tail_mass, fft_delta_error).profile()
 
 
 def _seed_ks(half: int) -> list[int]:
@@ -446,10 +496,39 @@ def _seed_ks(half: int) -> list[int]:
     return sorted({0, half, *np.unique(np.geomspace(1, half, 24).astype(int)).tolist()})
 
 
+def _predicted_blocks(
+    half: int, seeds: list[int], seed_values: np.ndarray, growth: np.ndarray, settle_level: np.ndarray
+) -> list[tuple[int, int]]:
+    """Blocks covering every ``k`` in ``0..half`` that is not a seed, each predicted to settle when first bounded.
+
+    Only the number of pairs depends on this prediction, never the result: a block is settled by
+    its own proved bound or split further. Model: a block ``[a, a + m]`` is bounded by about
+    ``v g^m``, with ``v`` the larger score of the seeds around ``a`` and ``g`` the measured
+    growth of the score per user dropped (the block ``[0, 1]``'s bound over ``k = 0``'s score);
+    ``m`` is taken at 80 % of the largest that keeps ``v g^m`` below ``settle_level``. At most
+    ``_MAX_PREDICTED_BLOCKS`` blocks; what is left after them is one block.
+    """
+    log_growth = np.log(np.maximum(growth, 1.0 + 1e-12))
+    blocks: list[tuple[int, int]] = []
+    for index in range(len(seeds) - 1):
+        first, stop = seeds[index] + 1, seeds[index + 1]  # the gap between two seeds
+        around = np.maximum(seed_values[index], seed_values[index + 1])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            room = np.where(around < settle_level, np.log(settle_level / np.maximum(around, 1e-300)) / log_growth, 0.0)
+        size = int(min(0.8 * float(np.min(room)), 1e15)) + 1  # users per block
+        while first < stop:
+            if len(blocks) >= _MAX_PREDICTED_BLOCKS:
+                return [*blocks, (first, half)] if first <= half else blocks
+            last = min(first + size - 1, stop - 1)
+            blocks.append((first, last))
+            first = last + 1
+    return blocks
+
+
 def _branch_and_bound(
     n_users: int,
     flip: float,
-    score: Callable[[PrivacyProfile], np.ndarray],
+    score: Callable[[_CountPair], np.ndarray],
     *,
     rtol: float,
     atol: float,
@@ -466,14 +545,17 @@ def _branch_and_bound(
     """
     half = (n_users - 1) // 2
     lower, best_k = None, 0
-    for k in _seed_ks(half):
-        value = np.atleast_1d(score(_block_pair(n_users, flip, k, k, tail_mass, fft_delta_error)))
+    seeds, seed_values = _seed_ks(half), []
+    for k in seeds:
+        value = np.atleast_1d(score(_block_counts(n_users, flip, k, k, tail_mass, fft_delta_error)))
+        seed_values.append(value)
         if lower is None or np.any(value > lower):
             lower, best_k = value if lower is None else np.maximum(lower, value), k
         if threshold is not None and value[0] > threshold:
             return value, value, k
     scale = np.maximum(lower, 1e-300)
     upper = lower.copy()
+    settle_level = np.full_like(lower, threshold) if threshold is not None else lower * (1.0 + rtol) + atol
 
     def settled(bound: np.ndarray) -> bool:
         if threshold is not None:
@@ -481,11 +563,17 @@ def _branch_and_bound(
         return bool(np.all(bound <= lower * (1.0 + rtol) + atol))
 
     def push(first: int, last: int) -> None:
-        bound = np.atleast_1d(score(_block_pair(n_users, flip, first, last, tail_mass, fft_delta_error)))
+        bound = np.atleast_1d(score(_block_counts(n_users, flip, first, last, tail_mass, fft_delta_error)))
         heapq.heappush(heap, (-float(np.max(bound / scale)), first, last, bound))
 
     heap: list[tuple[float, int, int, np.ndarray]] = []
-    push(0, half)
+    if len(seeds) > 2:  # blocks sized to settle at once (a prediction: any that does not is split as usual)
+        one_user = np.atleast_1d(score(_block_counts(n_users, flip, 0, 1, tail_mass, fft_delta_error)))
+        growth = one_user / np.maximum(seed_values[0], 1e-300)
+        for first, last in _predicted_blocks(half, seeds, np.array(seed_values), growth, settle_level):
+            push(first, last)
+    else:
+        push(0, half)
     while heap:
         _, first, last, bound = heapq.heappop(heap)
         if settled(bound):
@@ -545,7 +633,7 @@ def rr_worst_case_delta_bound(
     flip = _checked_flip(flip_probability, owner)
     eps = _checked_epsilons(epsilons, owner)
     upper, _, worst_k = _branch_and_bound(
-        n_users, flip, lambda pair: pair.delta(eps), rtol=_BOUND_RTOL, atol=4 * _TAIL_MASS, tail_mass=_TAIL_MASS
+        n_users, flip, lambda pair: pair.profile().delta(eps), rtol=_BOUND_RTOL, atol=4 * _TAIL_MASS, tail_mass=_TAIL_MASS
     )
     return (upper, np.full(eps.size, worst_k, dtype=np.int64)) if return_worst_k else upper
 
@@ -575,7 +663,7 @@ def rr_worst_case_epsilon(n_users: int, flip_probability: float, delta: float) -
     upper, _, _ = _branch_and_bound(
         n_users,
         flip,
-        lambda pair: np.array([pair.epsilon(delta)]),
+        lambda pair: np.array([pair.profile().epsilon(delta)]),
         rtol=_BOUND_RTOL,
         atol=1e-12,
         tail_mass=tail,
@@ -639,7 +727,7 @@ def rr_worst_case_profile(
         tight, _, _ = _branch_and_bound(
             n_users,
             flip,
-            lambda pair: pair.delta(extra),
+            lambda pair: pair.profile().delta(extra),
             rtol=_BOUND_RTOL,
             atol=atol * 1e-6,
             tail_mass=min(_TAIL_MASS, atol * 1e-9),
@@ -665,7 +753,7 @@ def _sampled_worst_case(
     upper, _, _ = _branch_and_bound(
         n_users,
         flip,
-        lambda pair: pair.delta(grid),
+        lambda pair: pair.profile().delta(grid),
         rtol=_ENVELOPE_RTOL,
         atol=atol / 2,
         tail_mass=min(_TAIL_MASS, atol * 1e-6),
@@ -697,7 +785,7 @@ def _meets_target(n_users: int, flip: float, epsilon: float, delta: float) -> tu
     upper, _, k = _branch_and_bound(
         n_users,
         flip,
-        lambda pair: pair.delta(np.array([epsilon])),
+        lambda pair: np.array([pair.delta_at(epsilon)]),
         rtol=0.0,
         atol=0.0,
         tail_mass=tail,
@@ -722,7 +810,7 @@ def _tight_flip_probability(epsilon: float, delta: float, n_users: int) -> tuple
 
         def delta_at(log_flip: float, ks: frozenset[int] = frozenset(candidates)) -> float:
             flip = math.exp(log_flip)
-            return max(float(_neighbour_pair(n_users, flip, k, tail, fft).delta(epsilon)) for k in ks)
+            return max(_neighbour_counts(n_users, flip, k, tail, fft).delta_at(epsilon) for k in ks)
 
         log_flip = _least_log_flip(delta_at, delta, math.log(_SMALLEST_FLIP), math.log(local), log_start)
         if log_flip is None:  # delta below the numerical accuracy of the bound: epsilon-LDP meets any delta

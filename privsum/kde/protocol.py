@@ -8,6 +8,7 @@ References:
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
@@ -21,7 +22,7 @@ from privsum._validation import check_choice, check_delta, check_epsilon, check_
 from privsum.accounting.cache import cached_calibration
 from privsum.accounting.events import ComposedEvent, GuaranteeEvent, PrivacyEvent
 from privsum.accounting.guarantee import PrivacyGuarantee
-from privsum.accounting.pld import PLDPair
+from privsum.accounting.homogeneous import optimal_composition, optimal_composition_floor
 from privsum.bitsum import bitsum_protocol
 from privsum.bitsum.base import BitSumProtocol
 from privsum.bitsum.central import CentralGaussianBitSum, CentralLaplaceBitSum, ExactBitSum
@@ -51,6 +52,8 @@ CURATED_BITSUMS = (CentralGaussianBitSum, CentralLaplaceBitSum, ExactBitSum)
 _BLOCK_ENTRIES = 1 << 21
 # Tight calibration stops once the composed epsilon is within this fraction of the target.
 _CALIBRATION_RTOL = 2e-3
+# The worst-(epsilon0, delta0)-mechanism search only starts the search over an exact profile: coarser.
+_START_RTOL = 2e-2
 _MAX_CALIBRATION_STEPS = 40
 
 
@@ -434,6 +437,7 @@ class ShuffledKDE(ShuffleProtocol):
             or (isinstance(protocol_options, Mapping) and all(isinstance(k, str) for k in protocol_options))
         ):
             raise invalid("protocol_options", owner, "None or a mapping of keyword names to values", protocol_options)
+        _check_protocol_options(protocol, protocol_options or {}, owner)
         options = tuple(sorted(dict(protocol_options or {}).items()))
         return cached_calibration(
             cls._calibrated, family, protocol, epsilon, delta, n_users, accounting, calibration, chunk_size, precision, options
@@ -575,6 +579,22 @@ def _fourier_probabilities(
     return probabilities
 
 
+# Keywords of a bit sum's ``from_privacy`` that the KDE's calibration sets itself.
+_CALIBRATION_KEYWORDS = frozenset({"epsilon", "delta", "n_users", "calibration"})
+
+
+def _check_protocol_options(protocol: type[BitSumProtocol], options: Mapping[str, Any], owner: str) -> None:
+    """Every option names a keyword of ``protocol.from_privacy`` that the calibration does not set."""
+    parameters = inspect.signature(protocol.from_privacy).parameters
+    if any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters.values()):
+        return  # the protocol checks its own keywords
+    accepted = set(parameters) - _CALIBRATION_KEYWORDS
+    unknown = sorted(set(options) - accepted)
+    if unknown:
+        expected = f"keywords {protocol.__name__}.from_privacy takes besides those the KDE sets: {sorted(accepted)}"
+        raise invalid("protocol_options", owner, expected, unknown)
+
+
 def _kde_guarantee(
     bitsum: BitSumProtocol, n_participants: int | None, touched: int, repetitions: int, accounting: str, delta: float
 ) -> PrivacyGuarantee:
@@ -621,22 +641,46 @@ def _is_nested_list(x: Any) -> bool:
 
 
 def _generic_composed_epsilon(epsilon0: float, delta0: float, count: int, delta: float) -> float:
-    """Epsilon at ``delta`` of ``count`` compositions of the worst ``(epsilon0, delta0)`` mechanism."""
-    return PLDPair.from_guarantee(PrivacyGuarantee(epsilon0, delta0)).self_compose(count).epsilon(delta)
+    """Epsilon at ``delta`` of ``count`` compositions of the worst ``(epsilon0, delta0)`` mechanism (exact)."""
+    return _optimal_epsilon(PrivacyGuarantee(epsilon0, delta0), count, delta)
 
 
-def _largest_feasible(composed: Any, target: float, start: float, cap: float, slope: float = 1.0) -> tuple[float, float]:
+def _optimal_epsilon(instance: PrivacyGuarantee, count: int, delta: float) -> float:
+    """`optimal_composition`'s epsilon, ``inf`` where ``delta`` is at most its floor."""
+    if not delta > optimal_composition_floor(instance, count):
+        return math.inf
+    return optimal_composition(instance, count, delta).epsilon
+
+
+def _largest_feasible(
+    composed: Any,
+    target: float,
+    start: float,
+    cap: float,
+    slope: float = 1.0,
+    *,
+    rtol: float = _CALIBRATION_RTOL,
+    centred: bool = False,
+    values: dict[float, float] | None = None,
+) -> tuple[float, float]:
     """Largest ``epsilon0`` in ``(0, cap]`` with ``composed(epsilon0) <= target``, to a relative tolerance.
 
-    ``composed`` must be non-decreasing. Works on ``log composed`` against ``log epsilon0``, which
-    is close to a line of slope about 1 (composition scales epsilon0): a step of the given
-    ``slope`` from the best feasible point, then regula falsi (Illinois) inside the bracket
-    ``[feasible, infeasible]``. Returns the feasible end (a point actually evaluated; it stops once
-    the composed epsilon is within ``_CALIBRATION_RTOL`` of the target) and the log-log slope
+    ``composed`` should be non-decreasing (up to small wiggles). Works on ``log composed`` against
+    ``log epsilon0``, which is close to a line of slope about 1 (composition scales epsilon0): a
+    step of the given ``slope`` from the best feasible point, then regula falsi (Illinois) inside
+    the bracket ``[feasible, infeasible]``. Returns the feasible end (a point actually evaluated;
+    it stops once the composed epsilon is within ``rtol`` below the target) and the log-log slope
     measured across the final bracket (to start a similar search).
+
+    ``centred=True`` aims every guess at the middle of the accepted band ``[target e^-rtol,
+    target]`` (rather than just past the target, to bracket it) and re-measures the slope between
+    feasible points: fewer evaluations of an expensive ``composed`` whose small wiggles would
+    otherwise make guesses at the band's edge miss it. ``values`` caches ``log composed - log
+    target`` by ``log epsilon0`` across searches of the same function.
     """
     log_target, log_cap = math.log(target), math.log(cap)
-    values: dict[float, float] = {}
+    values = {} if values is None else values
+    aim = rtol / 2 if centred else 0.0  # guesses aim this far below the target (in log)
 
     def gap(log_epsilon0: float) -> float:
         if log_epsilon0 not in values:
@@ -648,19 +692,26 @@ def _largest_feasible(composed: Any, target: float, start: float, cap: float, sl
         high, low = low, low - math.log(4.0)
         if low < log_cap - 60:
             raise invalid("epsilon", "ShuffledKDE.from_privacy", "large enough for a positive per-instance epsilon", target)
-    side = 0
+    side, previous_low, repeats = 0, None, 0
     for _ in range(_MAX_CALIBRATION_STEPS):
-        if -gap(low) <= _CALIBRATION_RTOL or low >= log_cap or (high is not None and high - low < 1e-7):
+        if -gap(low) <= rtol or low >= log_cap or (high is not None and high - low < 1e-7):
             break
-        if high is None:  # slope-1 step, a little beyond, to find an infeasible end
+        if high is None and centred:  # a secant step to the band's middle, on the slope measured so far
+            if previous_low is not None:
+                slope = min(max((gap(low) - gap(previous_low)) / (low - previous_low), 0.5), 4.0)
+            guess = min(low - (gap(low) + aim) / slope, log_cap)
+        elif high is None:  # slope-1 step, a little beyond, to find an infeasible end
             guess = min(low - gap(low) / slope + 1e-4, log_cap)
-        else:
-            g_low = gap(low) / (2 if side == 1 else 1)  # Illinois: damp the end that stayed put
-            g_high = gap(high) / (2 if side == -1 else 1)
+        else:  # Illinois: damp the end that stayed put (centred: only once it stayed twice in a row)
+            damp = 2 if not centred or repeats >= 2 else 1
+            g_low = (gap(low) + aim) / (damp if side == 1 else 1)
+            g_high = (gap(high) + aim) / (damp if side == -1 else 1)
             guess = (low * g_high - high * g_low) / (g_high - g_low)
             guess = min(max(guess, low + 0.01 * (high - low)), high - 0.01 * (high - low))
-        if gap(guess) <= 0:
-            low, side = guess, -1
+        moved = -1 if gap(guess) <= 0 else 1
+        repeats = repeats + 1 if moved == side else 1
+        if moved < 0:
+            previous_low, low, side = low, guess, -1
         else:
             high, side = guess, 1
     if high is not None and high > low:
@@ -669,24 +720,55 @@ def _largest_feasible(composed: Any, target: float, start: float, cap: float, sl
 
 
 def _tight_calibration(build: Any, *, epsilon: float, delta: float, delta0: float, count: int) -> ShuffledKDE:
-    """The two-stage search of `ShuffledKDE.from_privacy` (``accounting="tight"``)."""
+    """The two-stage search of `ShuffledKDE.from_privacy` (``accounting="tight"``).
+
+    First the largest ``epsilon0`` whose worst ``(epsilon0, delta0)`` mechanism composes within
+    the target, to ``_START_RTOL`` (a start); a bit sum whose event is that worst mechanism (a
+    `GuaranteeEvent`) then gets it to ``_CALIBRATION_RTOL``. A bit sum with an exact profile is
+    composed by its profile, searched from there to ``_CALIBRATION_RTOL`` by a centred search: its
+    composed epsilon (PLD, losses rounded up to a ``1e-4`` grid) is a sawtooth in ``epsilon0``
+    with teeth about 0.45% high (the rounded main loss atom jumps a grid step), higher than the band.
+    """
     seed_start = seed_per_instance_epsilon(epsilon, 1, count, delta / 2)
-    generic, slope = _largest_feasible(
-        lambda e0: _generic_composed_epsilon(e0, delta0, count, delta), epsilon, seed_start, epsilon
-    )
+    generic_values: dict[float, float] = {}
+
+    def generic_search(start: float, rtol: float) -> tuple[float, float]:
+        composed = functools.partial(_generic_composed_epsilon, delta0=delta0, count=count, delta=delta)
+        return _largest_feasible(composed, epsilon, start, epsilon, rtol=rtol, values=generic_values)
+
+    generic, slope = generic_search(seed_start, _START_RTOL)
     candidate = build(generic)
     instance = candidate.bitsum.event
+    if isinstance(instance, GuaranteeEvent):  # the event is the worst mechanism with its headline
+        generic, slope = generic_search(generic, _CALIBRATION_RTOL)
+        candidate = build(generic)
+        instance = candidate.bitsum.event
     if isinstance(instance, GuaranteeEvent) and instance.guarantee.delta == 0.0 and delta0 > 0:
         # a pure bit sum: its event is the worst (epsilon0, 0) mechanism, sharper than (epsilon0, delta0)
         pure, _ = _largest_feasible(lambda e0: _generic_composed_epsilon(e0, 0.0, count, delta), epsilon, generic, epsilon)
         return build(pure)
     if isinstance(instance, GuaranteeEvent):
-        return candidate  # the event is the worst mechanism with its headline: nothing sharper to find
-    refined, _ = _largest_feasible(lambda e0: build(e0).guarantee.epsilon, epsilon, generic, epsilon, min(max(slope, 1.0), 1.3))
+        return candidate  # nothing sharper to find
+    refined, _ = _largest_feasible(
+        lambda e0: build(e0).guarantee.epsilon,
+        epsilon,
+        generic,
+        epsilon,
+        min(max(slope, 1.0), 1.3),
+        centred=True,
+    )
     return build(refined)
 
 
 @functools.lru_cache(maxsize=64)
 def _composed_guarantee(event: ComposedEvent, delta: float) -> PrivacyGuarantee:
-    """PLD composition at ``delta``, cached: many KDEs share one calibrated bit sum and family size."""
-    return PrivacyGuarantee(event.pld().epsilon(delta), delta, event.neighbouring)
+    """Composition at ``delta``, cached: many KDEs share one calibrated bit sum and family size.
+
+    A generic ``(epsilon0, delta0)`` event composes exactly by the optimal composition theorem
+    (Kairouz, Oh & Viswanath, ICML 2015); an event with its own privacy-loss distribution by PLD.
+    """
+    if isinstance(event.event, GuaranteeEvent):
+        epsilon = _optimal_epsilon(event.event.guarantee, event.count, delta)
+    else:
+        epsilon = event.pld().epsilon(delta)
+    return PrivacyGuarantee(epsilon, delta, event.neighbouring)

@@ -143,7 +143,9 @@ def test_best_falls_back_when_the_pld_would_be_too_large_and_pld_raises():
     accountant.compose(ProfileEvent.at_delta(randomized_response_profile(0.5), 0.0), count=10**9)
     with pytest.raises(InvalidParameterError, match="count"):
         accountant.epsilon(1e-6, method="pld")
-    assert accountant.epsilon(1e-6) == accountant.epsilon(1e-6, method="advanced")
+    optimal, advanced = accountant.epsilon(1e-6, method="optimal"), accountant.epsilon(1e-6, method="advanced")
+    assert optimal < advanced  # the exact composition of the headline (0.5, 0) beats advanced composition
+    assert accountant.epsilon(1e-6) == min(optimal, advanced)
 
 
 def test_counts_near_the_int64_limit_fall_back_to_the_closed_forms_without_overflow():
@@ -152,7 +154,7 @@ def test_counts_near_the_int64_limit_fall_back_to_the_closed_forms_without_overf
     accountant.compose(GuaranteeEvent(PrivacyGuarantee(1e-12, 1e-25)), count=2**62)
     epsilon = accountant.epsilon(1e-6)
     assert 0.0 < epsilon <= accountant.epsilon(1e-6, method="advanced")
-    assert accountant.min_delta() == pytest.approx(2**62 * 1e-25, rel=1e-12)
+    assert accountant.min_delta() == pytest.approx(2**62 * 1e-25, rel=1e-9)
 
 
 def test_a_vacuous_repeated_guarantee_names_the_count():

@@ -18,7 +18,7 @@ from privsum.accounting.guarantee import Neighbouring
 from privsum.accounting.profile import PrivacyProfile
 from privsum.bitsum import RRBitSum
 from privsum.bitsum.exact import rr_worst_case_delta
-from privsum.bitsum.rr import _least_log_flip, _meets_target, _neighbour_pair, _tight_flip_probability
+from privsum.bitsum.rr import _block_counts, _least_log_flip, _meets_target, _neighbour_pair, _tight_flip_probability
 
 # binomial_pmf's stated accuracy (relative), within 15 standard deviations of the mean
 _BINOMIAL_RTOL = 1e-10
@@ -84,7 +84,7 @@ def test_trusted_profile_equals_the_validated_one(p, q, tail):
 
 
 def test_rr_pair_equals_the_validated_profile_of_its_pmfs():
-    pair = _neighbour_pair.__wrapped__(40_000, 0.0777, 3, 1e-30, 6.5e-14)
+    pair = _neighbour_pair(40_000, 0.0777, 3, 1e-30, 6.5e-14)
     checked = PrivacyProfile(pair.p, pair.q, neighbouring="replace-one", p_tail=pair.p_tail, q_tail=pair.q_tail)
     _profiles_equal(pair, checked)
 
@@ -134,3 +134,14 @@ def test_calibrated_flip_is_the_bisections_within_its_tolerance(epsilon, delta, 
     assert protocol.event.profile.delta(epsilon) <= delta * (1 + 1e-9)
     if n_users <= 5000:  # every neighbour visited
         assert rr_worst_case_delta(n_users, flip, epsilon)[0] <= delta * (1 + 1e-9)
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 3000), q=st.floats(0.001, 0.49), data=st.data(), epsilon=st.floats(0.0, 6.0))
+def test_direct_hockey_stick_equals_the_profile(n, q, data, epsilon):
+    """The threshold checks' direct sum against the sorted-loss profile of the same pair."""
+    first = data.draw(st.integers(0, (n - 1) // 2))
+    last = data.draw(st.integers(first, (n - 1) // 2))
+    pair = _block_counts(n, q, first, last, 1e-30, 1e-14)
+    exact = pair.profile().delta(epsilon)
+    assert abs(pair.delta_at(epsilon) - exact) <= 1e-12 * exact + 1e-17

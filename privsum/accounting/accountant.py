@@ -355,13 +355,23 @@ def _advanced_delta(entries: list[LedgerEntry], epsilon: float) -> float:
 
 
 def _homogeneous(entries: list[LedgerEntry]) -> tuple[PrivacyGuarantee, int]:
-    """Every run is ``(max epsilon_j, max delta_j)``-DP: that guarantee, and the number of runs."""
+    """Every run is ``(max epsilon_j, max delta_j)``-DP: that guarantee, and the number of runs.
+
+    A `ComposedEvent` counts as its runs of the event inside it (with that event's headline).
+    """
+    runs = [_innermost_runs(entry.event, entry.count) for entry in entries]
     worst = PrivacyGuarantee(
-        max(e.event.guarantee.epsilon for e in entries),
-        max(e.event.guarantee.delta for e in entries),
+        max(guarantee.epsilon for guarantee, _ in runs),
+        max(guarantee.delta for guarantee, _ in runs),
         entries[0].event.guarantee.neighbouring,
     )
-    return worst, sum(e.count for e in entries)
+    return worst, sum(count for _, count in runs)
+
+
+def _innermost_runs(event: PrivacyEvent, count: int) -> tuple[PrivacyGuarantee, int]:
+    while isinstance(event, ComposedEvent):
+        event, count = event.event, count * event.count
+    return event.guarantee, count
 
 
 def _optimal_floor(entries: list[LedgerEntry]) -> float:

@@ -8,6 +8,7 @@ References:
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
@@ -436,6 +437,7 @@ class ShuffledKDE(ShuffleProtocol):
             or (isinstance(protocol_options, Mapping) and all(isinstance(k, str) for k in protocol_options))
         ):
             raise invalid("protocol_options", owner, "None or a mapping of keyword names to values", protocol_options)
+        _check_protocol_options(protocol, protocol_options or {}, owner)
         options = tuple(sorted(dict(protocol_options or {}).items()))
         return cached_calibration(
             cls._calibrated, family, protocol, epsilon, delta, n_users, accounting, calibration, chunk_size, precision, options
@@ -575,6 +577,22 @@ def _fourier_probabilities(
     np.cos(probabilities, out=probabilities)
     np.square(probabilities, out=probabilities)
     return probabilities
+
+
+# Keywords of a bit sum's ``from_privacy`` that the KDE's calibration sets itself.
+_CALIBRATION_KEYWORDS = frozenset({"epsilon", "delta", "n_users", "calibration"})
+
+
+def _check_protocol_options(protocol: type[BitSumProtocol], options: Mapping[str, Any], owner: str) -> None:
+    """Every option names a keyword of ``protocol.from_privacy`` that the calibration does not set."""
+    parameters = inspect.signature(protocol.from_privacy).parameters
+    if any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters.values()):
+        return  # the protocol checks its own keywords
+    accepted = set(parameters) - _CALIBRATION_KEYWORDS
+    unknown = sorted(set(options) - accepted)
+    if unknown:
+        expected = f"keywords {protocol.__name__}.from_privacy takes besides those the KDE sets: {sorted(accepted)}"
+        raise invalid("protocol_options", owner, expected, unknown)
 
 
 def _kde_guarantee(

@@ -139,3 +139,14 @@ def test_binomial_masses_are_within_the_margin_of_exact_sums(count, epsilon0):
             exact_first, exact_second = float(sum(pmf[: index + 1])), float(sum(pmf[count - index :]))
             assert abs(first - exact_first) <= 0.01 * _CDF_MARGIN * exact_first + 1e-300
             assert abs(second - exact_second) <= 0.01 * _CDF_MARGIN * exact_second + 1e-300
+
+
+def test_the_accountant_composes_a_composed_event_by_its_runs():
+    from privsum.accounting import ComposedEvent, GuaranteeEvent, PrivacyAccountant
+
+    instance = PrivacyGuarantee(0.05, 1e-10)
+    accountant = PrivacyAccountant()
+    accountant.compose(ComposedEvent(GuaranteeEvent(instance), 100), count=3)
+    expected = optimal_composition(instance, 300, 1e-6).epsilon
+    assert accountant.epsilon(1e-6, method="optimal") == expected
+    assert accountant.epsilon(1e-6) <= expected

@@ -424,3 +424,19 @@ def test_debias_leaves_families_without_a_floor_unchanged_and_is_validated() -> 
     np.testing.assert_array_equal(released(queries, debias=True), released(queries))
     with pytest.raises(InvalidParameterError, match="'debias'"):
         released(queries, debias=1)
+
+
+def test_protocol_options_name_keywords_of_the_protocol() -> None:
+    for options in ({"": 0}, {"epsilon": 1.0}, {"flooding": "paper"}):
+        with pytest.raises(InvalidParameterError, match="'protocol_options' parameter of ShuffledKDE.from_privacy"):
+            ShuffledKDE.from_privacy(family=rff(2), protocol="rr", epsilon=2.0, delta=1e-6, n_users=50, protocol_options=options)
+
+
+def test_a_generic_instance_event_composes_exactly() -> None:
+    """Pure instances (a generic (epsilon0, 0) event): the headline is the optimal composition, below the PLD's."""
+    from privsum.accounting import optimal_composition
+
+    kde = ShuffledKDE.from_privacy(family=rff(30), protocol="pure", epsilon=2.0, delta=1e-6, n_users=500)
+    instance = kde.bitsum.guarantee
+    assert kde.guarantee.epsilon == optimal_composition(instance, kde.event.count, 1e-6).epsilon <= 2.0
+    assert kde.guarantee.epsilon <= kde.event.pld().epsilon(1e-6)

@@ -3,7 +3,7 @@
 Usage (from the repository root)::
 
     PYTHONPATH=.:benchmarks python benchmarks/bench_calibration_speed.py [--repeats 3] [--only rr 3nb]
-        [--rr-sizes 560000 10000000 1000000000]
+        [--rr-sizes 560000 10000000 1000000000] [--baseline DIR]
 
 Prints one JSON line per measurement with the machine, its load average, the command, the
 median and the spread (min, max) of the repeats:
@@ -15,6 +15,9 @@ median and the spread (min, max) of the repeats:
   1 s and at most the matmul); and ``RRBitSum(n_users=n, flip_probability=0.25, delta=1e-8)``'s
   ``guarantee`` and ``event`` (the worst-case profile) at each ``--rr-sizes`` value, caches
   cleared (target: at most 1 s each).
+* ``--baseline DIR``: the same RR calibration with the privsum found in ``DIR`` (an older
+  checkout, e.g. ``git archive <commit> privsum | tar -x -C DIR``), timed in a child process
+  in the same run, and the speed-up.
 * ``3nb``: the same ``ShuffledKDE.from_privacy`` with ``protocol="3nb"``, every cache cleared
   before each repeat (calibration cache, truncated negative-binomial pmfs, composed-guarantee
   cache), against the same in-process matmul (target: at most 1 s and at most the matmul); and
@@ -29,8 +32,11 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import os
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 
@@ -66,6 +72,7 @@ def clear_caches() -> None:
 
     clear_calibration_cache()
     rr._neighbour_counts.cache_clear()
+    rr._binomial_window.cache_clear()
     exact._truncated_nb_cached.cache_clear()
     protocol._composed_guarantee.cache_clear()
 
@@ -103,6 +110,41 @@ def bench_rr_kde(repeats: int) -> None:
         flip_probability=kde.bitsum.flip_probability,
         epsilon=kde.guarantee.epsilon,
         goal="<= 1 s and <= 1 matmul",
+    )
+
+
+_BASELINE_SNIPPET = """
+import json, sys, time
+from privsum.kde import ShuffledKDE
+from privsum.lsq import RandomFourierFeatures
+family = RandomFourierFeatures(dimension=768, n_repetitions=768, seed=0)
+start = time.perf_counter()
+kde = ShuffledKDE.from_privacy(family=family, protocol="rr", epsilon=2.0, delta=1e-6, n_users=40_000)
+print(json.dumps([time.perf_counter() - start, kde.bitsum.flip_probability]))
+"""
+
+
+def bench_rr_baseline(repeats: int, baseline: str) -> None:
+    """The same uncached calibration with an older privsum, each repeat in a fresh child process."""
+    def child(directory: str) -> list[float]:
+        # run inside `directory`: `python -c` puts the working directory first on sys.path
+        env = {**os.environ, "PYTHONPATH": directory}
+        output = subprocess.run(
+            [sys.executable, "-c", _BASELINE_SNIPPET], cwd=directory, env=env, check=True, capture_output=True, text=True
+        )
+        return json.loads(output.stdout.strip().splitlines()[-1])
+
+    runs = [child(os.path.abspath(baseline)) for _ in range(repeats)]
+    mine = [child(os.getcwd()) for _ in range(repeats)]
+    before, after = [run[0] for run in runs], [run[0] for run in mine]
+    emit(
+        "ShuffledKDE.from_privacy RR I=768, fresh processes: baseline privsum against this one",
+        baseline_dir=baseline,
+        baseline=summary(before),
+        this=summary(after),
+        speedup=round(statistics.median(before) / statistics.median(after), 2),
+        baseline_flip_probability=runs[0][1],
+        flip_probability=mine[0][1],
     )
 
 
@@ -162,9 +204,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--only", nargs="+", choices=TARGETS, default=list(TARGETS))
     parser.add_argument("--rr-sizes", nargs="+", type=int, default=[560_000])
+    parser.add_argument("--baseline", help="a directory holding an older privsum package to compare with")
     args = parser.parse_args()
     if "rr" in args.only:
         bench_rr_kde(args.repeats)
+        if args.baseline:
+            bench_rr_baseline(args.repeats, args.baseline)
         bench_rr_guarantee(args.repeats, args.rr_sizes)
     if "3nb" in args.only:
         bench_3nb_kde(args.repeats)

@@ -113,6 +113,7 @@ def main() -> None:
         for what, (before, after) in rows.items():
             before_value, before_seconds = timed(before) if run_before else (math.nan, math.nan)
             rr._neighbour_counts.cache_clear()  # time the new path from a cold cache
+            rr._binomial_window.cache_clear()
             after_value, after_seconds = timed(after)
             print(
                 f"{n:9d} {what:14s} {before_seconds:9.2f} {after_seconds:9.3f} {before_value:14.8g} {after_value:14.8g} "

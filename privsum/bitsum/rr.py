@@ -380,6 +380,10 @@ _TAIL_MASS = 1e-30
 _BOUND_RTOL = 1e-9
 # Recently evaluated pairs are cached (they do not depend on epsilon or delta); at most 256 of them.
 _PAIR_CACHE_SIZE = 256
+# Binomial windows are cached too (a split block shares one window with its parent); read-only arrays.
+_WINDOW_CACHE_SIZE = 1024
+_ONE_POINT = np.ones(1)
+_ONE_POINT.setflags(write=False)
 # Long convolutions go by FFT when its error bound costs at most this share of the target delta
 # (added to delta, so results stay upper bounds; see `_neighbour_pair`).
 _FFT_DELTA_SHARE = 1e-4
@@ -392,6 +396,7 @@ _SMALLEST_TAIL = math.ulp(0.0)  # 5e-324, the smallest positive float
 _PROFILE_RESOLUTION = 1e-3
 
 
+@functools.lru_cache(maxsize=_WINDOW_CACHE_SIZE)
 def _binomial_window(trials: int, flip: float, tail_mass: float) -> tuple[np.ndarray, float]:
     """pmf of ``Bin(trials, flip)`` on a window ``low..high`` holding all but a provably tiny mass.
 
@@ -400,7 +405,7 @@ def _binomial_window(trials: int, flip: float, tail_mass: float) -> tuple[np.nda
     cut side holds at most ``tail_mass``. Returns the pmf from ``lo`` and a bound on the cut mass.
     """
     if trials == 0:
-        return np.ones(1), 0.0
+        return _ONE_POINT, 0.0
     tail_mass = max(tail_mass, _SMALLEST_TAIL)  # a larger cut is still bounded (and reported): no log(1/0)
     # log(1 / tail) as before where 1 / tail is finite (bit-identical windows); -log(tail) for a subnormal tail
     log_term = math.log(1.0 / tail_mass) if tail_mass > 1e-300 else -math.log(tail_mass)
@@ -409,7 +414,9 @@ def _binomial_window(trials: int, flip: float, tail_mass: float) -> tuple[np.nda
     low = max(0, math.ceil(mean - radius - 1e-9))  # values below low are < mean - radius
     high = min(trials, math.floor(mean + radius + 1e-9))  # values above high are > mean + radius
     cut = (tail_mass if low > 0 else 0.0) + (tail_mass if high < trials else 0.0)
-    return binomial_pmf(low, high, trials, flip), cut
+    pmf = binomial_pmf(low, high, trials, flip)
+    pmf.setflags(write=False)  # cached and shared
+    return pmf, cut
 
 
 class _CountPair:

@@ -287,9 +287,9 @@ class ThreeNBBitSum(_SignedCounts):
                 ``accounting="tight"``) a larger factor costs little: the composition search
                 raises the per-instance ``epsilon`` until the composed guarantee meets its
                 target, which buys most of the variance back. At the paper's KDE setting
-                (``n = 40,000``, ``I = 768``, ``(2, 1e-6)``) factors 2 and 4 give 1.34 and 1.16
-                messages per user per instance at a final RMSE within 1.1% of the ``"paper"``
-                flooding's (6.09 messages); see ``benchmarks/bench_bitsum_optimum.py``.
+                (``n = 40,000``, ``I = 768``, ``(2, 1e-6)``) factors 2 and 4 give 1.34 and 1.15
+                messages per user per instance at a final RMSE within 0.2% of the ``"paper"``
+                flooding's (6.11 messages); see ``benchmarks/bench_bitsum_optimum.py``.
 
         Raises:
             InvalidParameterError: out-of-range parameters, or the analytic parameters miss the

@@ -39,3 +39,14 @@ def test_demo_without_matplotlib_says_so_and_still_writes_the_csv(tmp_path, caps
     printed = capsys.readouterr().out
     assert 'no figure: matplotlib is not installed: install it with pip install "privsum[plot]"' in printed
     assert (tmp_path / "accuracy_vs_epsilon.csv").is_file() and not (tmp_path / "accuracy_vs_epsilon.svg").exists()
+
+
+def test_the_3nb_row_uses_the_communication_flooding_and_other_rows_no_options():
+    from privsum.demo import Configuration, _classifier
+
+    def options(protocol):
+        configuration = Configuration(protocol, protocol, "gaussian", 1.0, "round")
+        return _classifier(configuration, ["a", "b"], delta=1e-6, label_epsilon=4.0, n_repetitions=8, seed=0).protocol_options
+
+    assert options("3nb")["flooding"] == "communication" and options("3nb")["variance_factor"] > 1
+    assert options("rr") is None and options("pure") is None

@@ -17,6 +17,7 @@ from privsum.accounting import PrivacyProfile
 from privsum.bitsum import ThreeNBBitSum
 from privsum.bitsum.exact import _plus_geometric, signed_count_profile, signed_count_profile_grid
 from privsum.bitsum.noise import COMMUNICATION_VARIANCE_FACTOR
+from privsum.testing.stats import assert_mean
 
 
 def test_communication_flooding_meets_the_target_on_the_exact_grid_with_fewer_messages():
@@ -80,3 +81,90 @@ def test_sort_free_losses_equal_the_sorted_profile(seed):
     np.testing.assert_allclose(base.delta(eps), shuffled.delta(eps), rtol=1e-12, atol=1e-18)
     for delta in (1e-3, 1e-6, 1e-9):
         assert base.epsilon(delta) == pytest.approx(shuffled.epsilon(delta), rel=1e-9)
+
+
+def _summed_means(protocol: ThreeNBBitSum) -> float:
+    """``p/(1-p) + r' p'/(1-p')``: the noise and flooding messages of all users, per instance."""
+    p, r, a = protocol.noise_ratio, protocol.flooding_shape, protocol.flooding_ratio
+    return p / (1 - p) + r * a / (1 - a)
+
+
+def test_variance_factor_trades_variance_for_messages_within_its_bound():
+    eps, delta, n = 1.0, 1e-6, 1000
+    paper = ThreeNBBitSum.from_privacy(epsilon=eps, delta=delta, n_users=n)
+    default = ThreeNBBitSum.from_privacy(epsilon=eps, delta=delta, n_users=n, flooding="communication")
+    explicit = ThreeNBBitSum.from_privacy(
+        epsilon=eps, delta=delta, n_users=n, flooding="communication", variance_factor=COMMUNICATION_VARIANCE_FACTOR
+    )
+    assert explicit == default  # None means the stated default factor
+    cheaper = ThreeNBBitSum.from_privacy(epsilon=eps, delta=delta, n_users=n, flooding="communication", variance_factor=4.0)
+    grid = signed_count_profile_grid(1.0, cheaper.noise_ratio, cheaper.flooding_shape, cheaper.flooding_ratio, tail_mass=1e-16)
+    assert grid.delta(eps) <= delta * (1 + 1e-9)
+    assert cheaper.guarantee.epsilon <= eps
+    assert cheaper.variance() <= 4.0 * paper.variance() * (1 + 1e-9)
+    assert cheaper.expected_messages_per_user < default.expected_messages_per_user < paper.expected_messages_per_user
+
+
+# (epsilon, delta, n, variance factor): small epsilon (the bound wins), large factor at epsilon 2
+# (an interior noise ratio wins), a small delta with the default factor.
+GRID_SETTINGS = [
+    (1.0, 1e-6, 1000, 2.0),
+    (2.0, 1e-5, 300, 16.0),
+    pytest.param(0.5, 1e-8, 5000, 1.1, marks=pytest.mark.slow),
+]
+
+
+@pytest.mark.parametrize(("eps", "delta", "n", "factor"), GRID_SETTINGS)
+def test_no_point_of_a_coarse_exhaustive_grid_is_cheaper_and_feasible(eps, delta, n, factor):
+    """Every grid point ``(p, r', p')`` within the variance bound that sends fewer messages misses the target."""
+    paper = ThreeNBBitSum.from_privacy(epsilon=eps, delta=delta, n_users=n)
+    cheap = ThreeNBBitSum.from_privacy(epsilon=eps, delta=delta, n_users=n, flooding="communication", variance_factor=factor)
+    calibrated = _summed_means(cheap)
+    most_noise, least_noise = -math.log(cheap.noise_ratio), -math.log(paper.noise_ratio)
+    bound = factor * paper.variance()
+    checked = 0
+    for log_ratio in np.linspace(min(most_noise, least_noise), least_noise, 4):
+        p = math.exp(-log_ratio)
+        assert 2 * p / (1 - p) ** 2 <= bound * (1 + 1e-9)
+        for shape in (1, 2, 4, 8, 12, 16, 20, 24, 32, 48, 64, 96):
+            for gap in np.geomspace(1e-5, 0.9, 60):
+                ratio = 1.0 - gap
+                if p / (1 - p) + shape * ratio / gap >= calibrated:
+                    continue
+                checked += 1
+                exact = signed_count_profile(1.0, p, float(shape), ratio, tail_mass=1e-16)
+                assert exact.delta(eps) > delta, (p, shape, ratio)
+    assert checked > 100  # the grid reaches below the calibrated point
+    assert cheap.expected_messages_per_user < paper.expected_messages_per_user
+
+
+def test_variance_factor_is_validated_by_name():
+    for bad in (0.5, 17.0, math.nan, "2", True):
+        with pytest.raises(InvalidParameterError, match="'variance_factor' parameter of ThreeNBBitSum"):
+            ThreeNBBitSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=100, flooding="communication", variance_factor=bad)
+    with pytest.raises(InvalidParameterError, match="'variance_factor'.*None unless flooding='communication'"):
+        ThreeNBBitSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=100, variance_factor=2.0)
+
+
+def test_communication_messages_sent_match_expected_messages():
+    protocol = ThreeNBBitSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=200, flooding="communication", variance_factor=4.0)
+    assert protocol.flooding_shape > 0 and protocol.flooding_ratio > 0
+    bits = np.ones((200, 1000), dtype=int)
+    plus, minus = protocol.user_message_counts(bits, rng=11)
+    assert_mean((plus + minus).ravel(), protocol.expected_messages_per_user)
+    zeros_plus, zeros_minus = protocol.user_message_counts(np.zeros_like(bits), rng=12)
+    assert_mean((zeros_plus + zeros_minus).ravel(), protocol.expected_messages(0.0))
+
+
+def test_kde_calibration_cache_keys_include_the_variance_factor():
+    from privsum.kde import ShuffledKDE
+    from privsum.lsq import RandomSigns
+
+    family = RandomSigns(dimension=4, n_repetitions=4, seed=0)
+    common = {"family": family, "protocol": "3nb", "epsilon": 2.0, "delta": 1e-6, "n_users": 500}
+    low = ShuffledKDE.from_privacy(**common, protocol_options={"flooding": "communication"})
+    high = ShuffledKDE.from_privacy(**common, protocol_options={"flooding": "communication", "variance_factor": 4.0})
+    assert low.bitsum != high.bitsum
+    assert high.bitsum.expected_messages_per_user < low.bitsum.expected_messages_per_user
+    for kde in (low, high):  # the composed guarantee is still the tight composition of the exact profile
+        assert kde.guarantee.epsilon <= 2.0 and kde.guarantee.delta == 1e-6

@@ -18,7 +18,15 @@ from privsum.accounting.guarantee import Neighbouring
 from privsum.accounting.profile import PrivacyProfile
 from privsum.bitsum import RRBitSum
 from privsum.bitsum.exact import rr_worst_case_delta
-from privsum.bitsum.rr import _block_counts, _least_log_flip, _meets_target, _neighbour_pair, _tight_flip_probability
+from privsum.bitsum.rr import (
+    _block_counts,
+    _least_log_flip,
+    _meets_target,
+    _neighbour_pair,
+    _predicted_blocks,
+    _seed_ks,
+    _tight_flip_probability,
+)
 
 # binomial_pmf's stated accuracy (relative), within 15 standard deviations of the mean
 _BINOMIAL_RTOL = 1e-10
@@ -145,3 +153,25 @@ def test_direct_hockey_stick_equals_the_profile(n, q, data, epsilon):
     pair = _block_counts(n, q, first, last, 1e-30, 1e-14)
     exact = pair.profile().delta(epsilon)
     assert abs(pair.delta_at(epsilon) - exact) <= 1e-12 * exact + 1e-17
+
+
+@settings(max_examples=60, deadline=None)
+@given(half=st.integers(2, 10**9), data=st.data())
+def test_predicted_blocks_cover_every_neighbour_but_the_seeds_exactly_once(half, data):
+    seeds = _seed_ks(half)
+    values = np.array([[data.draw(st.floats(0.0, 1.0))] for _ in seeds])
+    growth = np.array([data.draw(st.floats(1.0, 2.0))])
+    settle = np.array([data.draw(st.floats(1e-300, 2.0))])
+    blocks = _predicted_blocks(half, seeds, values, growth, settle)
+    assert len(blocks) <= 2049
+    covered = 0
+    expected_first = None
+    seed_set = set(seeds)
+    for first, last in blocks:
+        assert 0 <= first <= last <= half
+        if expected_first is not None:  # consecutive, skipping only seeds
+            assert all(k in seed_set for k in range(expected_first, first)) if first - expected_first < 100 else True
+            assert first >= expected_first
+        covered += last - first + 1 - sum(first <= k <= last for k in seeds if first <= k <= last)
+        expected_first = last + 1
+    assert covered == half + 1 - len(seed_set)

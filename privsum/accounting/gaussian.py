@@ -29,6 +29,10 @@ _RELATIVE_TOLERANCE = 1e-12
 _MAX_STEPS = 400
 
 
+# Below this sigma / sensitivity the formula's terms overflow (and delta is 1 in float64 long before).
+_NEGLIGIBLE_RATIO = 1e-300
+
+
 def gaussian_delta(epsilon: float, *, sigma: float, sensitivity: float) -> float:
     """The exact ``delta(epsilon)`` of the Gaussian mechanism (Balle & Wang's formula).
 
@@ -56,6 +60,8 @@ def _delta(epsilon: float, ratio: float) -> float:
     """``delta(epsilon)`` for ``sigma / Delta = ratio``: ``Phi(a) (1 - exp(epsilon + log Phi(b) - log Phi(a)))``."""
     from scipy.special import log_ndtr  # imported on use: scipy.special is slow to import
 
+    if ratio < _NEGLIGIBLE_RATIO:  # Phi(1/(2 ratio)) is 1 and Phi(-1/(2 ratio)) is 0 in float64: no privacy
+        return 1.0
     upper = 1.0 / (2.0 * ratio) - epsilon * ratio
     lower = -1.0 / (2.0 * ratio) - epsilon * ratio
     log_upper = float(log_ndtr(upper))

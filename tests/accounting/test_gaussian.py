@@ -96,3 +96,12 @@ def test_composition_through_the_pld_is_close_to_the_exact_composed_gaussian() -
 def test_bad_input_names_the_parameter(call, name: str) -> None:
     with pytest.raises(InvalidParameterError, match=f"'{name}' parameter"):
         call()
+
+
+def test_a_subnormal_sigma_has_no_privacy_rather_than_a_division_error():
+    """Fuzz finding: sigma / sensitivity underflowing to 0 divided by zero; delta is 1 in float64 there."""
+    assert gaussian_delta(1.0, sigma=5e-324, sensitivity=2.0) == 1.0
+    with pytest.raises(InvalidParameterError, match="'headline' parameter of GaussianEvent"):
+        GaussianEvent(sigma=5e-324, sensitivity=2.0, headline=PrivacyGuarantee(1.0, 1e-6))
+    with pytest.raises(InvalidParameterError, match="'delta' parameter of gaussian_epsilon"):
+        gaussian_epsilon(1e-6, sigma=5e-324, sensitivity=2.0)

@@ -7,7 +7,6 @@ References:
 
 from __future__ import annotations
 
-import inspect
 import math
 import warnings
 from collections.abc import Mapping
@@ -43,7 +42,7 @@ from privsum.bitsum import (
 from privsum.exceptions import PrivacyLeakWarning
 from privsum.kde.function import KDEFunction
 from privsum.kde.joint import JointClassKDE
-from privsum.kde.protocol import ShuffledKDE
+from privsum.kde.protocol import ShuffledKDE, calibration_option_names
 from privsum.kde.vector import VectorSumKDE
 from privsum.lsq import IdentityFeatures, LSQFamily, RandomFourierFeatures, RandomSigns, SignedRandomProjection
 from privsum.sums.central_vector import CentralGaussianVectorSum, ExactVectorSum
@@ -499,10 +498,6 @@ class ShuffledKDEClassifier(ClassifierBase):
 DECODING_SCORES = ("log_ratio", "density")
 
 
-#: Keyword arguments the classifier sets itself (not accepted in ``protocol_options``).
-_CLASSIFIER_SET = frozenset({"epsilon", "delta", "n_users", "calibration"})
-
-
 def protocol_option_names(protocol: str) -> tuple[str, ...]:
     """The ``protocol_options`` names a classifier ``protocol`` accepts (empty for vector sums and ``"exact"``).
 
@@ -517,8 +512,7 @@ def protocol_option_names(protocol: str) -> tuple[str, ...]:
     """
     if protocol not in PROTOCOLS or protocol == "exact" or protocol in VECTOR_PROTOCOLS:
         return ()
-    parameters = inspect.signature(PROTOCOLS[protocol].from_privacy).parameters.values()
-    return tuple(p.name for p in parameters if p.kind is p.KEYWORD_ONLY and p.name not in _CLASSIFIER_SET)
+    return calibration_option_names(PROTOCOLS[protocol]) or ()
 
 
 def _calibration_size(size: int) -> int:

@@ -20,11 +20,13 @@ from privsum._binomial import binomial_pmf
 from privsum._convolution import convolve_pmfs
 from privsum._random import RNGLike, as_generator
 from privsum._validation import check_choice, check_delta, check_epsilon, check_integer, check_real, invalid
+from privsum.accounting.calibration import calibrate
 from privsum.accounting.envelope import symmetric_pair_from_samples
 from privsum.accounting.events import GuaranteeEvent, PrivacyEvent, ProfileEvent
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
 from privsum.accounting.profile import PrivacyProfile, randomized_response_profile
 from privsum.bitsum.base import BitSumProtocol, check_calibration, instance_ids
+from privsum.exceptions import InvalidParameterError
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
 
@@ -812,64 +814,20 @@ def _tight_flip_probability(epsilon: float, delta: float, n_users: int) -> tuple
             flip = math.exp(log_flip)
             return max(_neighbour_counts(n_users, flip, k, tail, fft).delta_at(epsilon) for k in ks)
 
-        log_flip = _least_log_flip(delta_at, delta, math.log(_SMALLEST_FLIP), math.log(local), log_start)
-        if log_flip is None:  # delta below the numerical accuracy of the bound: epsilon-LDP meets any delta
+        lowest = math.log(_SMALLEST_FLIP) if log_start is None else log_start  # more neighbours need at least as much noise
+        try:
+            log_flip = calibrate(
+                delta_at, target_delta=delta, lower=lowest, upper=math.log(local), more_private="increasing", method="illinois"
+            )
+        except InvalidParameterError:  # delta below the numerical accuracy of the bound: epsilon-LDP meets any delta
             return local * (1.0 + 1e-12), delta  # rounded towards more privacy: its local epsilon is below epsilon
         flip = min(math.exp(log_flip), local)
         meets, violating_k, bound = _meets_target(n_users, flip, epsilon, delta)
         if meets:
             return flip, bound
         candidates.add(violating_k)
-        log_start = log_flip  # more neighbours need at least this much noise
+        log_start = log_flip
     raise RuntimeError("RRBitSum: tight calibration did not converge; use calibration='analytic'")  # pragma: no cover
-
-
-def _least_log_flip(
-    delta_at: Callable[[float], float], target: float, risky: float, safe: float, start: float | None
-) -> float | None:
-    """Least ``log q`` in ``[risky, safe]`` with ``delta_at(log q) <= target``, to a relative ``1e-6``.
-
-    The same bracket, stopping rule and guarantee as bisection (`privsum.accounting.calibration.calibrate`:
-    the returned end of the final bracket meets the target, the other misses it, and they are
-    within ``1e-6 max(1, |log q|)``), found in fewer evaluations by regula falsi (Illinois) on
-    ``log delta``, which is nearly linear in ``log q``. ``start``, if given, is a point at or
-    below the answer (a previous answer for fewer neighbours). ``None`` when even ``safe`` misses.
-    """
-    values: dict[float, float] = {}
-
-    def gap(log_flip: float) -> float:
-        if log_flip not in values:
-            values[log_flip] = math.log(max(delta_at(log_flip), 1e-300)) - math.log(target)
-        return values[log_flip]
-
-    if gap(safe) > 0:
-        return None
-    if start is not None and risky < start < safe:
-        if gap(start) <= 0:
-            return start
-        risky = start
-    if gap(risky) <= 0:
-        return risky
-    side, repeats = 0, 0
-    for _ in range(200):
-        width = safe - risky
-        tolerance = 1e-6 * max(1.0, abs(safe))
-        if width <= tolerance:
-            break
-        damping = 2.0**repeats  # Illinois: damp the end that stayed put, more each time it stays
-        g_safe = gap(safe) / (damping if side == -1 else 1.0)
-        g_risky = gap(risky) / (damping if side == 1 else 1.0)
-        guess = safe - g_safe * width / (g_safe - g_risky)
-        margin = min(0.49 * tolerance, 0.5 * width)  # a step just past the root closes the bracket
-        guess = min(max(guess, risky + margin), safe - margin)
-        moved = 1 if gap(guess) <= 0 else -1
-        repeats = repeats + 1 if moved == side else 0
-        side = moved
-        if moved == 1:
-            safe = guess
-        else:
-            risky = guess
-    return safe
 
 
 def _verified_epsilon(n_users: int, flip: float, delta: float) -> float:

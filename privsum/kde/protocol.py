@@ -583,15 +583,25 @@ def _fourier_probabilities(
 _CALIBRATION_KEYWORDS = frozenset({"epsilon", "delta", "n_users", "calibration"})
 
 
+def calibration_option_names(protocol: type[BitSumProtocol]) -> tuple[str, ...] | None:
+    """The keywords of ``protocol.from_privacy`` a caller may pass through ``protocol_options``.
+
+    Every keyword-only argument except those the KDE's calibration sets itself (``epsilon``,
+    ``delta``, ``n_users``, ``calibration``); ``None`` when ``from_privacy`` takes ``**kwargs``
+    (the protocol then checks its own keywords).
+    """
+    parameters = inspect.signature(protocol.from_privacy).parameters.values()
+    if any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters):
+        return None
+    return tuple(p.name for p in parameters if p.kind is p.KEYWORD_ONLY and p.name not in _CALIBRATION_KEYWORDS)
+
+
 def _check_protocol_options(protocol: type[BitSumProtocol], options: Mapping[str, Any], owner: str) -> None:
     """Every option names a keyword of ``protocol.from_privacy`` that the calibration does not set."""
-    parameters = inspect.signature(protocol.from_privacy).parameters
-    if any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters.values()):
-        return  # the protocol checks its own keywords
-    accepted = set(parameters) - _CALIBRATION_KEYWORDS
-    unknown = sorted(set(options) - accepted)
+    accepted = calibration_option_names(protocol)
+    unknown = [] if accepted is None else sorted(set(options) - set(accepted))
     if unknown:
-        expected = f"keywords {protocol.__name__}.from_privacy takes besides those the KDE sets: {sorted(accepted)}"
+        expected = f"keywords {protocol.__name__}.from_privacy takes besides those the KDE sets: {list(accepted)}"
         raise invalid("protocol_options", owner, expected, unknown)
 
 

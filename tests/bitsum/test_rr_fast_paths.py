@@ -20,13 +20,13 @@ from privsum.bitsum import RRBitSum
 from privsum.bitsum.exact import rr_worst_case_delta
 from privsum.bitsum.rr import (
     _block_counts,
-    _least_log_flip,
     _meets_target,
     _neighbour_pair,
     _predicted_blocks,
     _seed_ks,
     _tight_flip_probability,
 )
+from privsum.exceptions import InvalidParameterError
 
 # binomial_pmf's stated accuracy (relative), within 15 standard deviations of the mean
 _BINOMIAL_RTOL = 1e-10
@@ -107,12 +107,17 @@ def test_regula_falsi_meets_the_target_and_agrees_with_bisection(scale, power, l
         return math.exp(-scale * (theta + 28.0) ** power)
 
     risky, safe = math.log(1e-12), math.log(0.3)
+
+    def illinois(lower):  # the RR calibration's search, from a start at or below the answer
+        return calibrate(delta_at, target_delta=target, lower=lower, upper=safe, more_private="increasing", method="illinois")
+
     if delta_at(safe) > target:
-        assert _least_log_flip(delta_at, target, risky, safe, None) is None
+        with pytest.raises(InvalidParameterError):
+            illinois(risky)
         return
     root = -28.0 + (-log_target / scale) ** (1.0 / power)
     start = min(max(root - 0.5, risky), safe) if use_start else None
-    ours = _least_log_flip(delta_at, target, risky, safe, start)
+    ours = illinois(risky if start is None or start >= safe else start)
     bisection = calibrate(delta_at, target_delta=target, lower=risky, upper=safe, more_private="increasing")
     assert delta_at(ours) <= target
     tolerance = 1e-6 * max(1.0, abs(ours))

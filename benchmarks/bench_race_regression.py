@@ -1,17 +1,20 @@
 """Benchmark RACELinearRegression on scikit-learn's diabetes data (BMI feature, max-abs scaled).
 
 Usage:
-    PYTHONPATH=. python benchmarks/bench_race_regression.py [--seeds 8] [--private-rows 30 100 500]
-        [--reference-rows 500 2000 8000] [--epsilon 10] [--bits 6] [--solvers moments surrogate]
+    PYTHONPATH=. python benchmarks/bench_race_regression.py [--seeds 16] [--private-rows ...]
+        [--reference-rows ...] [--epsilon 10] [--bits 6] [--solvers signs moments]
 
 Each seed draws a 70/30 train/test split (``train_test_split(random_state=seed)``) and uses the
 same seed as the public hash seed and, at finite epsilon, the private noise seed. Both features
 and target are divided by their maximum absolute value over the whole data set (the scaling the
 regression target states; a private deployment must use public bounds instead). Rows
-``(x, 1, y)`` then have norm at most sqrt(3) = data_bound. Reported per configuration, over seeds:
+``(x, 1, y)`` then have norm at most sqrt(3) = data_bound. Each solver runs with its own default
+transform; without ``--private-rows`` / ``--reference-rows`` each uses its own list of sketch
+rows (`ROWS`), the first entry its default at epsilon = inf and 10. Reported per configuration, over seeds:
 the slope over the training split's least-squares slope (median, min, max) and the test mean
 squared error over that of predicting the training mean (median, min, max; below 1 is better
-than the mean). Least squares' own test-error ratio is printed for reference.
+than the mean), and the mean time per fit (sketch, release and solve). Least squares' own
+test-error ratio is printed for reference.
 """
 
 from __future__ import annotations
@@ -26,7 +29,17 @@ import numpy as np
 from sklearn.datasets import load_diabetes
 from sklearn.model_selection import train_test_split
 
+from privsum.accounting import Neighbouring
 from privsum.sketches import RACELinearRegression
+from privsum.sketches.applications import REGRESSION_SOLVERS, default_rows
+
+#: ``solver: (rows at epsilon = inf, rows at the private epsilon)``; the solver's default first.
+ROWS = {
+    "signs": ([500, 50, 2000], [50, 10, 100]),
+    "moments": ([500, 2000, 8000], [500, 30, 100]),
+    "linear": ([500, 2000, 8000], [500, 30, 100]),
+    "surrogate": ([500, 2000], [500, 30, 100]),  # slow, and far off at eps = inf
+}
 
 
 def machine() -> str:
@@ -63,12 +76,12 @@ def error_ratio(predictions: np.ndarray, train_y: np.ndarray, test_y: np.ndarray
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", type=int, default=8)
+    parser.add_argument("--seeds", type=int, default=16)
     parser.add_argument("--epsilon", type=float, default=10.0)
-    parser.add_argument("--private-rows", type=int, nargs="+", default=[30, 100, 500])
-    parser.add_argument("--reference-rows", type=int, nargs="+", default=[500, 2000, 8000])
+    parser.add_argument("--private-rows", type=int, nargs="+", default=None)
+    parser.add_argument("--reference-rows", type=int, nargs="+", default=None)
     parser.add_argument("--bits", type=int, default=6, help="n_bits of the signed random projections")
-    parser.add_argument("--solvers", nargs="+", default=["moments", "surrogate"], choices=["moments", "surrogate"])
+    parser.add_argument("--solvers", nargs="+", default=["signs", "moments"], choices=list(REGRESSION_SOLVERS))
     args = parser.parse_args()
     print(f"machine: {machine()}  (shared machine: other developers' jobs may be running)")
     print(f"command: {' '.join([sys.executable, *sys.argv])}")
@@ -81,16 +94,20 @@ def main() -> None:
     print(f"{len(splits)} splits, {len(splits[0][0])} training points")
     print(f"least squares test error / mean's: {summary(least_squares_errors)}")
     configs = []
-    for epsilon, rows in [(None, args.reference_rows), (args.epsilon, args.private_rows)]:
+    for index, epsilon in enumerate([None, args.epsilon]):
         for solver in args.solvers:
-            limit = 2000 if solver == "surrogate" and epsilon is None else None  # the surrogate is slow and far off there
-            kept = [r for r in rows if not limit or r <= limit]
-            configs += [{"solver": solver, "n_rows": r, "epsilon": epsilon, "n_bits": args.bits} for r in kept]
+            given = args.reference_rows if epsilon is None else args.private_rows
+            for rows in given or ROWS[solver][index]:
+                configs.append({"solver": solver, "n_rows": rows, "epsilon": epsilon, "n_bits": args.bits})
     for config in configs:
         slopes, errors, seconds = run(config, splits, error_ratio)
-        label = f"{config['solver']:9s} R={config['n_rows']:5d} p={config['n_bits']} eps={config['epsilon'] or 'inf'}"
-        print(f"{label:32s} slope/LS: {summary(slopes)} | test error/mean's: {summary(errors)} | {seconds:5.1f} s/fit")
-        print(f"{'':32s} slopes/LS per seed: {' '.join(f'{value:.2f}' for value in slopes)}", flush=True)
+        chosen = default_rows(config["solver"], config["epsilon"], Neighbouring.ADD_REMOVE)
+        default = " (default)" if config["n_rows"] == chosen else ""
+        label = f"{config['solver']:9s} R={config['n_rows']:5d} p={config['n_bits']} eps={config['epsilon'] or 'inf'}{default}"
+        print(f"{label:42s} slope/LS: {summary(slopes)} | test error/mean's: {summary(errors)} | {seconds:6.2f} s/fit")
+        print(f"{'':42s} slopes/LS per seed: {' '.join(f'{value:.2f}' for value in slopes)}")
+        print(f"{'':42s} test error/mean's per seed: {' '.join(f'{value:.2f}' for value in errors)}", flush=True)
+    print(f"load average at the end: {' '.join(f'{value:.2f}' for value in os.getloadavg())}")
 
 
 if __name__ == "__main__":

@@ -19,16 +19,15 @@ Two estimators of the rows' second moment from them (both post-processing of the
   coefficients' expectations given the public hyperplanes (closed-form univariate and
   bivariate normal orthant probabilities). The hyperplanes are public, so the fit has no
   hashing noise: what remains is the release's noise and the rows' departure from the model.
-- `linear_second_moment`: Grothendieck's identity. For unit ``v`` and independent Gaussian
-  ``h_j, h_l``, ``E[(h_j . a)(h_l . b) sign(h_j . v) sign(h_l . v)] = (2 / pi)(a . v)(b . v)``,
+- `linear_second_moment`: the Gaussian sign identity ``E[(h . a) sign(h . v)] = sqrt(2 / pi) a . v``
+  for unit ``v``, applied to independent Gaussian
+  ``h_j, h_l``: ``E[(h_j . a)(h_l . b) sign(h_j . v) sign(h_l . v)] = (2 / pi)(a . v)(b . v)``,
   so averaging ``(h_j h_l^T)`` times the order-2 coefficients over rows and pairs is unbiased
   for ``(2 / pi) sum_i v_i v_i^T``, whatever the rows. Its variance over the hyperplanes is of
   order ``n^2`` per pair (the rows' signs are correlated), which buries it under privacy noise
   on small data.
 
 References:
-    Goemans & Williamson, "Improved Approximation Algorithms for Maximum Cut and Satisfiability
-    Problems Using Semidefinite Programming", Journal of the ACM 1995 (the sign identity);
     Owen, "Tables for Computing Bivariate Normal Probabilities", Annals of Mathematical
     Statistics 1956.
 """

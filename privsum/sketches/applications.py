@@ -326,8 +326,8 @@ class RACELinearRegression:
     second moment of the Gaussian that best matches their sign statistics (the diabetes
     data below: slope 4-5 % under least squares' at large ``R``).
 
-    ``solver="linear"`` (asymmetric transform) is Grothendieck's identity: for unit ``v`` and
-    independent Gaussian ``h_j, h_l``, ``E[(h_j . a)(h_l . b) sign(h_j . v) sign(h_l . v)] =
+    ``solver="linear"`` (asymmetric transform) uses the Gaussian sign identity: for unit ``v``
+    and independent Gaussian ``h_j, h_l``, ``E[(h_j . a)(h_l . b) sign(h_j . v) sign(h_l . v)] =
     (2 / pi)(a . v)(b . v)``, so ``(pi / 2) M^2`` times the mean over rows and pairs of
     ``h_j h_l^T`` times the pair coefficient is unbiased for ``sum_i z_i z_i^T`` whatever the
     rows (tested). Its variance over the hyperplanes is of order ``n^2`` per pair (the rows'
@@ -564,7 +564,7 @@ class RACELinearRegression:
         )
 
     def _solve_linear(self, dimension: int, data_bound: float, coef_bound: float) -> np.ndarray:
-        """Grothendieck's unbiased second moment from the sketch rows' sign pairs, then least squares."""
+        """The sign identity's unbiased second moment from the sketch rows' sign pairs, then least squares."""
         totals, _, pairs = walsh_coefficients(self.sketch_.counts, self.n_bits)
         moment_sum = data_bound**2 * linear_second_moment(pairs, self.sketch_.family.directions[:, :, :dimension])
         self.count_ = float(np.mean(totals))

@@ -255,10 +255,10 @@ def test_default_rows_follow_epsilon():
     features, targets = regression_data(300)
 
     def rows(**settings):
-        model = RACELinearRegression(noise_source="numpy", random_state=0, **settings).fit(features, targets)
-        return model.sketch_.n_rows
+        settings = {"noise_source": "numpy", "random_state": 0, **settings}
+        return RACELinearRegression(**settings).fit(features, targets).sketch_.n_rows
 
-    assert rows(epsilon=10.0) == 50 and rows(epsilon=1.0) == 10 and rows(epsilon=1000.0) == 500
+    assert rows(epsilon=10.0) == 50 and rows(epsilon=1.0) == 10 and rows(epsilon=100.0) == 500
     assert rows(epsilon=10.0, neighbouring="replace-one") == 25  # twice the noise per counter
     assert rows(epsilon=None, random_state=None) == 500
     assert rows(epsilon=10.0, solver="linear") == 500

@@ -1,4 +1,4 @@
-"""The sign-pattern estimators of RACE regression: Walsh coefficients, Grothendieck's identity, the Gaussian sign model."""
+"""The sign-pattern estimators of RACE regression: Walsh coefficients, the linear sign identity, the Gaussian sign model."""
 
 import math
 
@@ -66,7 +66,7 @@ def test_released_walsh_coefficients_are_unbiased_with_the_stated_variance():
 
 
 def test_linear_second_moment_is_unbiased_over_the_hyperplanes():
-    """Grothendieck's identity: over 400 public seeds the mean estimate is ``sum_i v v^T`` (t-tests, alpha = 1e-6)."""
+    """The sign identity: over 400 public seeds the mean estimate is ``sum_i v v^T`` (t-tests, alpha = 1e-6)."""
     rng = np.random.default_rng(7)
     rows = np.column_stack([rng.uniform(-1, 1, size=60), np.ones(60), rng.uniform(-1, 1, size=60)])
     embedded = _embed_data(rows, math.sqrt(3), np.random.default_rng(8), "test")

@@ -67,7 +67,9 @@ def symmetric_pair_from_samples(
             must be constant (every privacy loss is at most the last epsilon).
         deltas: upper bounds on the maximum profile (both directions) at ``epsilons``; a sample
             above the lower convex hull of the others is replaced by the hull's chord (valid:
-            a chord between upper bounds of a convex curve lies above it).
+            a chord between upper bounds of a convex curve lies above it), and samples below the
+            line through the first one with slope ``-(1 - delta(0)) / 2`` in ``e^epsilon`` (the
+            steepest a symmetric pair's curve can fall past 0) are raised to it.
         neighbouring: the relation of the profiles.
         loss_step: a power of two of which most ``epsilons`` are exact multiples (recorded as the
             pair's natural discretisation), or ``None``.
@@ -103,6 +105,9 @@ def symmetric_pair_from_samples(
     if loss_step is not None and not (loss_step > 0 and math.frexp(loss_step)[0] == 0.5):
         raise invalid("loss_step", owner, "None or a positive power of two", loss_step)
     x = np.exp(eps)
+    # A symmetric pair's curve falls at most (1 - delta(0)) / 2 per unit of e^epsilon past 0 (its
+    # mass is 1); upper bounds can be steeper there, so they are raised to that line (still bounds).
+    values = np.maximum(values, values[0] - 0.5 * (1.0 - values[0]) * (x - 1.0))
     convex = _convex_non_increasing(x, values)
     slopes = np.diff(convex) / np.diff(x)
     jumps = np.diff(np.append(slopes, 0.0))  # at x[1..G]; slope after the last sample is 0

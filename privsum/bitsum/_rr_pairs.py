@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from privsum._binomial import binomial_pmf
-from privsum._convolution import convolve_pmfs
+from privsum._convolution import convolve_pmfs, fft_error_bound
 from privsum.accounting.guarantee import Neighbouring
 from privsum.accounting.profile import PrivacyProfile
 
@@ -44,10 +44,13 @@ __all__ = ["CountPair", "binomial_window", "count_pair"]
 
 _SMALLEST_TAIL = math.ulp(0.0)  # 5e-324, the smallest positive float
 # Points per round of the coarse-to-fine searches over the count.
-_SEARCH_POINTS = 33
+_SEARCH_POINTS = 65
 # Pairs whose full convolution costs at most this many multiply-adds are convolved directly and
 # evaluated on the whole support (cheaper than the searches' dot products up to about this size).
 _FULL_PAIR_WORK = 2_000_000
+# Short factors up to this width are gathered into one matrix per search round; longer ones are
+# read in place, one dot product per count (no copies of long windows).
+_GATHER_WIDTH = 8192
 # Memory held by the caches of windows and pairs (bytes).
 _WINDOW_CACHE_BYTES = 64 << 20
 _PAIR_CACHE_BYTES = 128 << 20
@@ -120,41 +123,54 @@ def binomial_window(trials: int, flip: float, tail_mass: float) -> tuple[np.ndar
     return pmf, low, cut
 
 
-def count_pair(zeros: int, ones: int, flip: float, tail_mass: float, fft_delta_error: float = 0.0) -> CountPair:
-    """The (cached) `CountPair` of ``zeros`` zeros and ``ones`` ones among the others."""
-    key = (zeros, ones, flip, tail_mass, fft_delta_error)
+def count_pair(zeros: int, ones: int, flip: float, tail_mass: float, fft_delta_error: float = 0.0, coins: int = 0) -> CountPair:
+    """The (cached) `CountPair` of ``zeros`` zeros, ``ones`` ones and ``coins`` fair coins among the others."""
+    key = (zeros, ones, flip, tail_mass, fft_delta_error, coins)
     pair = _PAIRS.get(key)
     if pair is None:
-        pair = CountPair(zeros, ones, flip, tail_mass, fft_delta_error)
+        pair = CountPair(zeros, ones, flip, tail_mass, fft_delta_error, coins)
         _PAIRS.put(key, pair, pair.nbytes)
     return pair
 
 
 class CountPair:
-    """Shuffled RR's count view for ``zeros`` zeros and ``ones`` ones among the others.
+    """Shuffled RR's count view for ``zeros`` zeros and ``ones`` ones among the others (and fair coins).
 
     Args:
         zeros: other users holding 0.
         ones: other users holding 1.
         flip: the flip probability ``q`` in ``(0, 1/2)``.
         tail_mass: mass each binomial factor may drop per side (counted as infinite loss).
-        fft_delta_error: the largest error, in delta, that the full convolution (``deltas``,
-            ``profile``) may take from an FFT (its proved bound is added to the cut mass of
-            those results); ``0`` keeps it direct.
+        fft_delta_error: the largest error, in delta, that a convolution may take from an FFT (its
+            proved bound, `privsum._convolution.fft_error_bound`, is added to the cut mass); ``0``
+            keeps every convolution direct.
+        coins: further others whose reports are fair coins, ``Bern(1/2)`` (the noise a block
+            bound keeps from the users it drops; see `privsum.bitsum._rr_worst_case`).
 
     Privacy:
         Replace-one, one instance: ``P`` is the count with the target's bit 0, ``Q`` with bit 1;
         every delta is an upper bound (the cut mass counts as infinite loss both ways).
     """
 
-    def __init__(self, zeros: int, ones: int, flip: float, tail_mass: float, fft_delta_error: float = 0.0) -> None:
+    def __init__(
+        self, zeros: int, ones: int, flip: float, tail_mass: float, fft_delta_error: float = 0.0, coins: int = 0
+    ) -> None:
+        self.flip = flip
+        self._fft_delta_error = fft_delta_error
         up, up_low, up_cut = binomial_window(zeros, flip, tail_mass)
         down, down_low, down_cut = binomial_window(ones, flip, tail_mass)
-        self.flip = flip
-        self.cut = min(1.0, up_cut + down_cut)
-        self._fft_delta_error = fft_delta_error
-        # A = U + E with E = ones - D: E's pmf is D's reversed, from ones - (last value of D)
+        # A = U + E (+ C) with E = ones - D: E's pmf is D's reversed, from ones - (last value of D)
         factors = [(up, up_low), (down[::-1], ones - (down_low + down.size - 1))]
+        cut = up_cut + down_cut
+        if coins:
+            fair, fair_low, fair_cut = binomial_window(coins, 0.5, tail_mass)
+            factors.append((fair, fair_low))
+            factors.sort(key=lambda factor: factor[0].size)
+            (first, first_low), (second, second_low) = factors[0], factors[1]
+            merged, error = convolve_pmfs(first, second, allowed_error=fft_delta_error * flip)
+            factors = [(merged, first_low + second_low), factors[2]]
+            cut += fair_cut + error / flip
+        self.cut = min(1.0, cut)
         (long, long_low), (short, short_low) = sorted(factors, key=lambda factor: -factor[0].size)
         self._long, self._short = long, short
         self.low = long_low + short_low  # first value of A's support
@@ -163,18 +179,23 @@ class CountPair:
         self._full: tuple[np.ndarray, np.ndarray, float] | None = None
         self._profile: PrivacyProfile | None = None
         self._tables: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-        if long.size * short.size <= _FULL_PAIR_WORK:  # A itself, by one direct convolution
-            self.full()
+        self._losses_monotone: bool | None = None
+        work = long.size * short.size
+        if work <= _FULL_PAIR_WORK or (fft_delta_error > 0 and fft_error_bound(long, short) <= fft_delta_error * flip):
+            self.full()  # A itself: one direct convolution, or an FFT within its error budget
+            self.cut = self._full[2]
         else:  # dot products over the short factor with sliding windows of the long one's tables
-            pad = short.size
+            pad = short.size + 1  # every count from low - 2 to low + width has a whole window
             long_total = float(long.sum())
             tables = (
                 np.concatenate([np.zeros(pad), long, np.zeros(pad)]),
                 np.concatenate([np.zeros(pad), np.cumsum(long), np.full(pad, long_total)]),
                 np.concatenate([np.full(pad, long_total), np.cumsum(long[::-1])[::-1], np.zeros(pad)]),
             )
-            self._tables = tuple(np.lib.stride_tricks.sliding_window_view(table, pad) for table in tables)
+            self._tables = tuple(np.lib.stride_tricks.sliding_window_view(table, short.size) for table in tables)
             self._short_reversed = short[::-1].copy()
+        # probes per search round: fewer when each costs a long dot product (rounds grow only as a log)
+        self._probes = _SEARCH_POINTS if short.size <= 512 else 9
         self.nbytes = 4 * (long.nbytes + short.nbytes)
 
     # --- the others' pmf A, distribution function F and survival function S -------------------
@@ -182,14 +203,23 @@ class CountPair:
     def _values(self, counts: np.ndarray, table: int) -> np.ndarray:
         """``sum_j short[j] T[c - j]`` for each count ``c``, ``T`` the long factor's pmf, cdf or sf (0, 1, 2)."""
         windows = self._tables[table]
-        starts = np.clip(np.asarray(counts, dtype=np.int64) - self.low + 1, 0, windows.shape[0] - 1)
-        return windows[starts] @ self._short_reversed
+        starts = np.asarray(counts, dtype=np.int64) - (self.low - 2)  # counts from low - 2 on (the tables' padding)
+        if self._short.size <= _GATHER_WIDTH:  # one matrix-vector product over copied windows
+            return windows[starts] @ self._short_reversed
+        # einsum, not BLAS: a threaded BLAS dot of this length stalls when the cores are busy
+        values = [np.einsum("i,i->", windows[start], self._short_reversed) for start in starts.ravel()]
+        return np.array(values).reshape(starts.shape)
 
     def others_pmf(self, counts: np.ndarray) -> np.ndarray:
         """``A(c)`` (of the truncated factors) at integer counts ``c`` (0 outside the support)."""
         counts = np.asarray(counts, dtype=np.int64)
         inside = (counts >= self.low) & (counts < self.low + self.width)
         return np.where(inside, self._values(counts, 0), 0.0)
+
+    def _pmf_and_previous(self, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``A(c)`` and ``A(c - 1)`` in one evaluation."""
+        values = self.others_pmf(np.concatenate([counts, counts - 1]))
+        return values[: counts.size], values[counts.size :]
 
     def others_cdf(self, counts: np.ndarray) -> np.ndarray:
         """``F(c) = sum_{c' <= c} A(c')`` at integer counts ``c``."""
@@ -226,7 +256,7 @@ class CountPair:
             return 0.0
         lo, hi = self.low, self.low + self.width  # P's support
         # the increment P(c) - e Q(c) = a A(c) - (a + b) A(c-1) is positive exactly on a prefix
-        last = _last_true(lambda c: a * self.others_pmf(c) > (a + b) * self.others_pmf(c - 1), lo, hi)
+        last = _last_true(lambda c: _rises(self._pmf_and_previous(c), a, a + b), lo, hi, self._probes)
         if last is None:
             return 0.0
         around = np.arange(max(lo, last - 2), min(hi, last + 2) + 1)  # float rounding at the crossing
@@ -240,7 +270,7 @@ class CountPair:
             return 0.0
         lo, hi = self.low, self.low + self.width
         # the increment Q(c) - e P(c) = a A(c-1) - (a + b) A(c) is positive exactly on a suffix
-        first = _first_true(lambda c: a * self.others_pmf(c - 1) > (a + b) * self.others_pmf(c), lo, hi)
+        first = _first_true(lambda c: _falls(self._pmf_and_previous(c), a, a + b), lo, hi, self._probes)
         if first is None:
             return 0.0
         around = np.arange(max(lo, first - 2), min(hi, first + 2) + 1)
@@ -254,17 +284,37 @@ class CountPair:
             target = delta - cut
             if target < 0.0:
                 return math.inf
+            if not self._monotone():  # an FFT's rounding: the losses sorted (descending) first
+                p, q = self._sorted_by_loss()
             epsilon = max(_epsilon_of_sorted(p, q, target), _epsilon_of_sorted(q[::-1], p[::-1], target))
         else:
             target = delta - self.cut
             if target < 0.0:
                 return math.inf
             epsilon = max(self._direction_epsilon(target, forward=True), self._direction_epsilon(target, forward=False))
-        nudge = 1e-15
+        nudge = 1e-13
         while self.delta_at(epsilon) > delta:  # float rounding of the closed form: never undershoot
             epsilon = math.nextafter(epsilon, math.inf) * (1.0 + nudge)
             nudge *= 2.0
         return epsilon
+
+    def _sorted_by_loss(self) -> tuple[np.ndarray, np.ndarray]:
+        """``P`` and ``Q`` on the points carrying mass, ordered by decreasing loss ``log P/Q``."""
+        p, q, _ = self.full()
+        keep = np.flatnonzero((p > 0) | (q > 0))
+        with np.errstate(divide="ignore"):
+            losses = np.log(p[keep]) - np.log(q[keep])
+        order = keep[np.argsort(-losses, kind="stable")]
+        return p[order], q[order]
+
+    def _monotone(self) -> bool:
+        """Whether the whole support's losses are finite and non-increasing (true but for an FFT's rounding)."""
+        if self._losses_monotone is None:
+            p, q, _ = self.full()
+            with np.errstate(divide="ignore", invalid="ignore"):
+                losses = np.log(p) - np.log(q)
+            self._losses_monotone = bool(np.all(np.isfinite(losses)) and np.all(np.diff(losses) <= 0.0))
+        return self._losses_monotone
 
     def _masses(self, counts: np.ndarray, forward: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The upper and lower pmfs of a direction at ``counts`` and their masses beyond each count.
@@ -273,7 +323,7 @@ class CountPair:
         over ``c' <= c``. Backward (``Q`` over ``P``): ``Q(c)``, ``P(c)`` and their sums over ``c' >= c``.
         """
         q = self.flip
-        now, before = self.others_pmf(counts), self.others_pmf(counts - 1)
+        now, before = self._pmf_and_previous(counts)
         p_point, q_point = (1 - q) * now + q * before, q * now + (1 - q) * before
         if forward:
             cdf_now = self.others_cdf(counts)
@@ -298,7 +348,7 @@ class CountPair:
             upper, lower, _, _ = self._masses(counts, forward)
             return upper > lower
 
-        edge = _last_true(gains, lo, hi) if forward else _first_true(gains, lo, hi)
+        edge = _last_true(gains, lo, hi, self._probes) if forward else _first_true(gains, lo, hi, self._probes)
         if edge is None:  # no count has a positive loss in this direction
             return 0.0
         upper, lower, upper_beyond, lower_beyond = (float(v[0]) for v in self._masses(np.array([edge]), forward))
@@ -311,7 +361,7 @@ class CountPair:
             return np.where(lower > 0, upper_beyond - ratio * lower_beyond, upper_beyond) <= target
 
         step = 1 if forward else -1
-        last = _last_true(within, lo, edge) if forward else _first_true(within, edge, hi)
+        last = _last_true(within, lo, edge, self._probes) if forward else _first_true(within, edge, hi, self._probes)
         if last is None:  # float rounding at the extreme count: its sum is (near) zero
             last = lo if forward else hi
         upper, lower, upper_beyond, lower_beyond = (float(v[0]) for v in self._masses(np.array([last]), forward))
@@ -355,11 +405,9 @@ class CountPair:
         float rounding breaks the order).
         """
         p, q, cut = self.full()
-        with np.errstate(divide="ignore"):
-            losses = np.log(p) - np.log(q)
-        finite = np.isfinite(losses)
-        if not (finite.all() and np.all(np.diff(losses) <= 0.0)):
+        if not self._monotone():
             return np.asarray(self.profile().delta(epsilons), dtype=float)
+        losses = np.log(p) - np.log(q)
         scale = np.exp(epsilons)
         descending = -losses  # ascending
         above = np.searchsorted(descending, -epsilons, side="left")  # count of points with loss > epsilon
@@ -371,27 +419,27 @@ class CountPair:
         return np.maximum(np.maximum(forward, backward), 0.0) + cut
 
 
-def _last_true(predicate: Any, lo: int, hi: int) -> int | None:
+def _last_true(predicate: Any, lo: int, hi: int, points: int = _SEARCH_POINTS) -> int | None:
     """The last integer of ``lo..hi`` where a monotone (true, then false) ``predicate`` holds, if any.
 
-    ``predicate`` takes an integer array. Coarse to fine: ``_SEARCH_POINTS`` evaluations per round.
+    ``predicate`` takes an integer array. Coarse to fine: ``points`` evaluations per round.
     """
     if not bool(predicate(np.array([lo]))[0]):
         return None
     while hi > lo:
-        points = np.unique(np.linspace(lo, hi, min(_SEARCH_POINTS, hi - lo + 1)).round().astype(np.int64))
-        holds = predicate(points)
-        failing = np.flatnonzero(~holds)
+        count = min(points, hi - lo + 1)
+        probes = lo + (np.arange(count, dtype=np.int64) * (hi - lo)) // (count - 1)  # distinct, from lo to hi
+        failing = np.flatnonzero(~predicate(probes))
         if failing.size == 0:
             return int(hi)
-        stop = int(failing[0])  # first failing point (monotone: all before it hold)
-        lo, hi = int(points[stop - 1]), int(points[stop]) - 1
+        stop = int(failing[0])  # first failing probe (monotone: all before it hold)
+        lo, hi = int(probes[stop - 1]), int(probes[stop]) - 1
     return lo
 
 
-def _first_true(predicate: Any, lo: int, hi: int) -> int | None:
+def _first_true(predicate: Any, lo: int, hi: int, points: int = _SEARCH_POINTS) -> int | None:
     """The first integer of ``lo..hi`` where a monotone (false, then true) ``predicate`` holds, if any."""
-    last_false = _last_true(lambda counts: ~np.asarray(predicate(counts), dtype=bool), lo, hi)
+    last_false = _last_true(lambda counts: ~np.asarray(predicate(counts), dtype=bool), lo, hi, points)
     if last_false is None:
         return lo
     return None if last_false >= hi else last_false + 1
@@ -427,3 +475,13 @@ def _epsilon_of_sorted(upper: np.ndarray, lower: np.ndarray, target: float) -> f
         return bottom
     epsilon = math.log(max(prefix_upper[j] - target, 1e-300) / prefix_lower[j])
     return min(max(epsilon, bottom), top)
+
+
+def _rises(values: tuple[np.ndarray, np.ndarray], now: float, before: float) -> np.ndarray:
+    """``now A(c) > before A(c-1)`` for ``values = (A(c), A(c-1))``."""
+    return now * values[0] > before * values[1]
+
+
+def _falls(values: tuple[np.ndarray, np.ndarray], before: float, now: float) -> np.ndarray:
+    """``before A(c-1) > now A(c)`` for ``values = (A(c), A(c-1))``."""
+    return before * values[1] > now * values[0]

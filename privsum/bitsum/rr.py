@@ -257,7 +257,7 @@ class RRBitSum(_FlippedReports):
         if "event" in self.__dict__:
             return self.event.guarantee
         return PrivacyGuarantee(
-            _verified_epsilon(self.n_users, self.flip_probability, self.delta), self.delta, Neighbouring.REPLACE_ONE
+            _headline_epsilon(self.n_users, self.flip_probability, self.delta), self.delta, Neighbouring.REPLACE_ONE
         )
 
     def _event_for_fewer(self, n_participants: int) -> PrivacyEvent:
@@ -265,8 +265,8 @@ class RRBitSum(_FlippedReports):
 
     def _event_for(self, n_participants: int) -> PrivacyEvent:
         if self.composition == "guarantee":
-            return _rr_event(_verified_epsilon(n_participants, self.flip_probability, self.delta), self.delta)
-        epsilon = _verified_epsilon(n_participants, self.flip_probability, self.delta)
+            return _rr_event(_headline_epsilon(n_participants, self.flip_probability, self.delta), self.delta)
+        epsilon = _headline_epsilon(n_participants, self.flip_probability, self.delta)
         # every neighbour's epsilon at delta is at most this epsilon, so every delta at it is at most delta
         profile = _worst_case_profile(n_participants, self.flip_probability, self.delta, epsilon, self.delta)
         if profile.delta(epsilon) <= self.delta * (1 + _RTOL):  # tight at the verified epsilon
@@ -276,7 +276,7 @@ class RRBitSum(_FlippedReports):
     @property
     def generic_event(self) -> PrivacyEvent:
         """The verified headline as a generic (epsilon, delta) mechanism (the ``composition="guarantee"`` event)."""
-        return _rr_event(_verified_epsilon(self.n_users, self.flip_probability, self.delta), self.delta)
+        return _rr_event(_headline_epsilon(self.n_users, self.flip_probability, self.delta), self.delta)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -407,6 +407,11 @@ _ENVELOPE_RTOL = 5e-3
 _PROFILE_RESOLUTION = 2.0**-10
 # Absolute slack of an RRBitSum event's profile samples, as a share of its delta.
 _PROFILE_ATOL_SHARE = 1e-3
+# Work (binomial-window points over the pairs evaluated) of a protocol's headline epsilon and of
+# a worst-case profile: the worst case to 1e-9 (headline) or to the profile's slack while it
+# suffices, a bound with up to about a percent of slack beyond (very large n q (1-q)).
+_HEADLINE_WORK = 6e6
+_PROFILE_WORK = 4e6
 
 
 def rr_worst_case_delta_bound(
@@ -565,6 +570,7 @@ def _regular_samples(
         atol=atol / 2,
         tail_mass=_profile_tail(atol),
         fft_delta_error=atol / 2,
+        work=_PROFILE_WORK,
     )
     grid.setflags(write=False)
     upper.setflags(write=False)
@@ -595,8 +601,8 @@ def _envelope(grid: np.ndarray, upper: np.ndarray, points: np.ndarray, bounds: n
 
 
 def _profile_tail(atol: float) -> float:
-    """Tail mass of the profile's pairs: the bounds' (so that they share pairs) unless ``atol`` is tinier."""
-    return min(_TAIL_MASS, atol * 1e-6)
+    """Tail mass of the profile's pairs: their cut (four tails) is a small part of the slack ``atol``."""
+    return atol * 1e-3
 
 
 def _checked_flip(value: float, owner: str) -> float:
@@ -611,8 +617,8 @@ def _checked_epsilons(epsilons: float | np.ndarray, owner: str) -> np.ndarray:
 
 
 def _bound_tail(delta: float) -> float:
-    """Tail mass of the pairs checked against ``delta``: its cut costs at most ``2e-10 delta``."""
-    return min(_TAIL_MASS, 1e-10 * delta)
+    """Tail mass of the pairs checked against ``delta``: their cut (four tails) costs at most ``4e-12 delta``."""
+    return min(1e-20, 1e-12 * delta)
 
 
 def _meets_target(n_users: int, flip: float, epsilon: float, delta: float) -> tuple[bool, int, float]:
@@ -657,6 +663,15 @@ def _tight_flip_probability(epsilon: float, delta: float, n_users: int) -> tuple
     raise RuntimeError("RRBitSum: tight calibration did not converge; use calibration='analytic'")  # pragma: no cover
 
 
-def _verified_epsilon(n_users: int, flip: float, delta: float) -> float:
-    """Smallest epsilon (rounded up, relative ``1e-9``) whose worst-case delta over every neighbour is at most ``delta``."""
-    return worst_case_epsilon(n_users, flip, delta, rtol=_BOUND_RTOL, tail_mass=_bound_tail(delta))
+def _verified_epsilon(n_users: int, flip: float, delta: float, work: float | None = None) -> float:
+    """Smallest epsilon (rounded up) whose worst-case delta over every neighbour is at most ``delta``.
+
+    Within a relative ``1e-9`` without a ``work`` budget; with one, an upper bound whose slack
+    grows only when the budget does not suffice (`privsum.bitsum._rr_worst_case.worst_case_epsilon`).
+    """
+    return worst_case_epsilon(n_users, flip, delta, rtol=_BOUND_RTOL, tail_mass=_bound_tail(delta), work=work)
+
+
+def _headline_epsilon(n_users: int, flip: float, delta: float) -> float:
+    """A protocol's headline: `_verified_epsilon` within the work of `_HEADLINE_WORK`."""
+    return _verified_epsilon(n_users, flip, delta, _HEADLINE_WORK)

@@ -131,8 +131,10 @@ def test_symmetric_pair_from_samples_reproduces_a_symmetric_profile_and_validate
         symmetric_pair_from_samples(np.array([0.1, 0.2]), np.array([0.1, 0.0]))
     with pytest.raises(InvalidParameterError, match="deltas"):
         symmetric_pair_from_samples(np.array([0.0, 0.2]), np.array([0.1]))
-    with pytest.raises(InvalidParameterError, match="deltas"):  # not a profile: mass would exceed 1
-        symmetric_pair_from_samples(np.array([0.0, 0.01]), np.array([0.9, 0.0]))
+    # too steep for a symmetric pair's curve past 0 (mass would exceed 1): raised to the steepest line, still above
+    steep = symmetric_pair_from_samples(np.array([0.0, 0.01]), np.array([0.9, 0.0]))
+    assert abs(steep.p.sum() - 1.0) < 1e-12 and abs(steep.q.sum() - 1.0) < 1e-12
+    assert steep.delta(0.0) >= 0.9 and steep.delta(0.01) >= 0.9 - 0.05 * (math.exp(0.01) - 1.0) - 1e-15
 
 
 def _binomial_pmf(trials, q):

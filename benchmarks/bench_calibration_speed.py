@@ -67,12 +67,13 @@ def emit(target: str, **fields: object) -> None:
 def clear_caches() -> None:
     """Every in-memory cache the RR and 3NB calibrations and the KDE's composition use."""
     from privsum.accounting.cache import clear_calibration_cache
+    from privsum.bitsum import _rr_pairs as rr_pairs
     from privsum.bitsum import exact, rr
     from privsum.kde import protocol
 
     clear_calibration_cache()
-    rr._neighbour_counts.cache_clear()
-    rr._binomial_window.cache_clear()
+    rr_pairs.clear_caches()
+    rr._regular_samples.cache_clear()
     exact._truncated_nb_cached.cache_clear()
     protocol._composed_guarantee.cache_clear()
 

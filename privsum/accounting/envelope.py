@@ -23,21 +23,43 @@ across ``x = 1`` (checked, and the construction raises otherwise).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from privsum._validation import invalid
 from privsum.accounting.guarantee import Neighbouring
 from privsum.accounting.profile import PrivacyProfile
 
-__all__ = ["symmetric_pair_from_samples"]
+__all__ = ["SampledEnvelope", "symmetric_pair_from_samples"]
 
 # Tolerated negative leftover mass (float rounding of the slopes), reported as an error beyond it.
 _MASS_SLACK = 1e-10
 
 
+class SampledEnvelope(PrivacyProfile):
+    """The pair of `symmetric_pair_from_samples`, with the exact privacy loss of each support point.
+
+    Attributes:
+        losses: the privacy loss ``log(p/q)`` of each support point, exactly the sample epsilon it
+            sits at (``+-inf`` where one side is zero), so that a privacy-loss distribution can be
+            built without recomputing (and rounding) the logarithms.
+        loss_step: a power of two of which every sample epsilon but the ``extra`` ones is a
+            multiple, or ``None``: a privacy-loss distribution discretised at this step represents
+            those losses exactly (`privsum.accounting.pld.PLDPair.from_profile`).
+    """
+
+    losses: np.ndarray
+    loss_step: float | None
+
+
 def symmetric_pair_from_samples(
-    epsilons: np.ndarray, deltas: np.ndarray, *, neighbouring: Neighbouring | str = Neighbouring.REPLACE_ONE
-) -> PrivacyProfile:
+    epsilons: np.ndarray,
+    deltas: np.ndarray,
+    *,
+    neighbouring: Neighbouring | str = Neighbouring.REPLACE_ONE,
+    loss_step: float | None = None,
+) -> SampledEnvelope:
     """The symmetric pair whose profile is the chord interpolation (in ``e^epsilon``) of the samples.
 
     Args:
@@ -45,12 +67,16 @@ def symmetric_pair_from_samples(
             must be constant (every privacy loss is at most the last epsilon).
         deltas: upper bounds on the maximum profile (both directions) at ``epsilons``; a sample
             above the lower convex hull of the others is replaced by the hull's chord (valid:
-            a chord between upper bounds of a convex curve lies above it).
+            a chord between upper bounds of a convex curve lies above it), and samples below the
+            line through the first one with slope ``-(1 - delta(0)) / 2`` in ``e^epsilon`` (the
+            steepest a symmetric pair's curve can fall past 0) are raised to it.
         neighbouring: the relation of the profiles.
+        loss_step: a power of two of which most ``epsilons`` are exact multiples (recorded as the
+            pair's natural discretisation), or ``None``.
 
     Returns:
-        A `PrivacyProfile` whose ``delta`` is at least every sample at its epsilon and the chord
-        between samples, in both directions; its `dominating_pair` is itself.
+        A `SampledEnvelope` (a `PrivacyProfile`) whose ``delta`` is at least every sample at its
+        epsilon and the chord between samples, in both directions; its `dominating_pair` is itself.
 
     Privacy:
         If the samples are upper bounds on a convex maximum profile, the returned pair dominates
@@ -76,7 +102,12 @@ def symmetric_pair_from_samples(
         raise invalid("epsilons", owner, "a strictly increasing 1-D array starting at 0", epsilons)
     if values.shape != eps.shape or not np.all(np.isfinite(values)) or np.any(values < 0) or np.any(values > 1):
         raise invalid("deltas", owner, f"{eps.size} values in [0, 1]", deltas)
+    if loss_step is not None and not (loss_step > 0 and math.frexp(loss_step)[0] == 0.5):
+        raise invalid("loss_step", owner, "None or a positive power of two", loss_step)
     x = np.exp(eps)
+    # A symmetric pair's curve falls at most (1 - delta(0)) / 2 per unit of e^epsilon past 0 (its
+    # mass is 1); upper bounds can be steeper there, so they are raised to that line (still bounds).
+    values = np.maximum(values, values[0] - 0.5 * (1.0 - values[0]) * (x - 1.0))
     convex = _convex_non_increasing(x, values)
     slopes = np.diff(convex) / np.diff(x)
     jumps = np.diff(np.append(slopes, 0.0))  # at x[1..G]; slope after the last sample is 0
@@ -92,8 +123,11 @@ def symmetric_pair_from_samples(
     # Support: [P-only eta] + breakpoints (loss > 0) + [loss 0] + mirrored breakpoints + [Q-only eta].
     p = np.concatenate([[eta], p_mass[::-1], [leftover], q_mass, [0.0]])
     q = np.concatenate([[0.0], q_mass[::-1], [leftover], p_mass, [eta]])
+    losses = np.concatenate([[math.inf], eps[1:][::-1], [0.0], -eps[1:], [-math.inf]])  # log(p/q), exactly
     keep = (p > 0) | (q > 0)
-    return PrivacyProfile(p[keep], q[keep], neighbouring=neighbouring)
+    profile = SampledEnvelope(p[keep], q[keep], neighbouring=neighbouring)
+    profile.losses, profile.loss_step = losses[keep], loss_step
+    return profile
 
 
 def _convex_non_increasing(x: np.ndarray, values: np.ndarray) -> np.ndarray:

@@ -43,9 +43,14 @@ class PrivacyEvent(abc.ABC):
     def pld(self, discretization: float = DEFAULT_DISCRETIZATION) -> PLDPair:
         """Privacy-loss distributions of the event for numerical composition."""
 
+    @property
+    def native_discretization(self) -> float | None:
+        """A PLD discretisation at which the event's losses are exact (a sampled envelope's step), or ``None``."""
+        return None
+
     def epsilon(self, delta: float) -> float:
-        """Tightest epsilon this event alone supports at ``delta`` (numerical)."""
-        return self.pld().epsilon(delta)
+        """Tightest epsilon this event alone supports at ``delta`` (numerical, at the native discretisation if any)."""
+        return self.pld(self.native_discretization or DEFAULT_DISCRETIZATION).epsilon(delta)
 
 
 @dataclass(frozen=True)
@@ -111,6 +116,10 @@ class ProfileEvent(PrivacyEvent):
     def guarantee(self) -> PrivacyGuarantee:
         return self.headline
 
+    @property
+    def native_discretization(self) -> float | None:
+        return getattr(self.profile, "loss_step", None)
+
     def pld(self, discretization: float = DEFAULT_DISCRETIZATION) -> PLDPair:
         return PLDPair.from_profile(self.profile, discretization=discretization)
 
@@ -145,6 +154,10 @@ class ComposedEvent(PrivacyEvent):
         """The event's relation (known even when ``count`` deltas sum past 1 and `guarantee` is vacuous)."""
         return self.event.neighbouring
 
+    @property
+    def native_discretization(self) -> float | None:
+        return self.event.native_discretization
+
     def pld(self, discretization: float = DEFAULT_DISCRETIZATION) -> PLDPair:
         return self.event.pld(discretization).self_compose(self.count)
 
@@ -177,6 +190,10 @@ class RelationEvent(PrivacyEvent):
     @property
     def guarantee(self) -> PrivacyGuarantee:
         return self.event.guarantee.under(self.relation)
+
+    @property
+    def native_discretization(self) -> float | None:
+        return self.event.native_discretization
 
     def pld(self, discretization: float = DEFAULT_DISCRETIZATION) -> PLDPair:
         return self.event.pld(discretization)

@@ -66,9 +66,20 @@ class PLDPair:
 
     @classmethod
     def from_profile(cls, profile: PrivacyProfile, *, discretization: float = DEFAULT_DISCRETIZATION) -> PLDPair:
-        """PLDs of the profile's (dominating) pair, pessimistically discretised."""
+        """PLDs of the profile's (dominating) pair, pessimistically discretised.
+
+        A sampled envelope (`~privsum.accounting.envelope.SampledEnvelope`) carries its exact
+        losses: they are rounded up from those rather than from logarithms of its masses, so a
+        loss that is a multiple of ``discretization`` (all of them but the extra samples' at the
+        envelope's ``loss_step``) is represented exactly.
+        """
         pair = profile.dominating_pair
-        return cls.from_distributions(pair.p, pair.q, p_tail=pair.p_tail, q_tail=pair.q_tail, discretization=discretization)
+        losses = getattr(pair, "losses", None)
+        if losses is None:
+            return cls.from_distributions(pair.p, pair.q, p_tail=pair.p_tail, q_tail=pair.q_tail, discretization=discretization)
+        interval = check_real(discretization, "discretization", "PLDPair.from_profile", low=0.0, low_open=True)
+        forward = _one_direction(pair.p, pair.q, pair.p_tail, interval, losses)
+        return cls(forward, forward)  # an envelope's pair is symmetric by construction
 
     @classmethod
     def from_distributions(
@@ -83,14 +94,18 @@ class PLDPair:
         """PLDs of a neighbouring pair given as probability arrays on a common support.
 
         The caller vouches that ``(p, q)`` is a dominating pair; masses outside the support
-        (``p_tail``, ``q_tail``) count as infinite loss.
+        (``p_tail``, ``q_tail``) count as infinite loss. A symmetric pair (``q`` is ``p``
+        reversed, equal tails) has one PLD for both directions, built and composed once.
         """
         interval = check_real(discretization, "discretization", "PLDPair.from_distributions", low=0.0, low_open=True)
         p = np.asarray(p, dtype=float).ravel()
         q = np.asarray(q, dtype=float).ravel()
         if p.shape != q.shape:
             raise invalid("q", "PLDPair.from_distributions", f"an array of the same size as p ({p.size})", q.size)
-        return cls(_one_direction(p, q, p_tail, interval), _one_direction(q, p, q_tail, interval))
+        forward = _one_direction(p, q, p_tail, interval)
+        if p_tail == q_tail and np.array_equal(p, q[::-1]):  # a symmetric pair: both directions are one PLD
+            return cls(forward, forward)
+        return cls(forward, _one_direction(q, p, q_tail, interval))
 
     @classmethod
     def from_guarantee(cls, guarantee: PrivacyGuarantee, *, discretization: float = DEFAULT_DISCRETIZATION) -> PLDPair:
@@ -142,22 +157,26 @@ class PLDPair:
     def epsilon(self, delta: float) -> float:
         """Upper bound on epsilon at ``delta`` (maximum over both directions, at least 0)."""
         delta = check_delta(delta, "PLDPair.epsilon")
-        values = [_distribution_epsilon(self.forward, delta), _distribution_epsilon(self.backward, delta)]
-        return float(max(0.0, *values))
+        directions = [self.forward] if self.backward is self.forward else [self.forward, self.backward]
+        return float(max(0.0, *(_distribution_epsilon(direction, delta) for direction in directions)))
 
 
-def _one_direction(upper: np.ndarray, lower: np.ndarray, upper_tail: float, interval: float) -> pld_lib.PrivacyLossDistribution:
+def _one_direction(
+    upper: np.ndarray, lower: np.ndarray, upper_tail: float, interval: float, exact_losses: np.ndarray | None = None
+) -> pld_lib.PrivacyLossDistribution:
     """Pessimistic PLD of ``upper`` vs ``lower``, vectorised.
 
-    Losses are rounded up to multiples of ``interval``; upper mass where lower is zero, and the
-    upper mass outside the support (``upper_tail``), become infinite loss.
+    Losses (``log(upper/lower)``, or ``exact_losses`` when given) are rounded up to multiples of
+    ``interval``, except those that are exact multiples already; upper mass where lower is zero,
+    and the upper mass outside the support (``upper_tail``), become infinite loss.
     """
     finite = (upper > 0) & (lower > 0)
     infinite_mass = float(upper[(upper > 0) & (lower == 0)].sum()) + upper_tail
-    losses = np.log(upper[finite]) - np.log(lower[finite])
+    losses = np.log(upper[finite]) - np.log(lower[finite]) if exact_losses is None else exact_losses[finite]
     rounded_pmf = {}
     if losses.size:
-        indices = np.ceil(losses / interval).astype(np.int64)
+        nearest = np.rint(losses / interval)
+        indices = np.where(nearest * interval == losses, nearest, np.ceil(losses / interval)).astype(np.int64)
         lowest = int(indices.min())
         span = int(indices.max()) - lowest + 1
         if span <= 4 * indices.size + 1024:  # a dense histogram: no sort (losses are bounded by the interval grid)

@@ -8,23 +8,21 @@ References:
 from __future__ import annotations
 
 import functools
-import heapq
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from privsum._binomial import binomial_pmf
-from privsum._convolution import convolve_pmfs
 from privsum._random import RNGLike, as_generator
 from privsum._validation import check_choice, check_delta, check_epsilon, check_integer, check_real, invalid
 from privsum.accounting.calibration import calibrate
-from privsum.accounting.envelope import symmetric_pair_from_samples
+from privsum.accounting.envelope import SampledEnvelope, symmetric_pair_from_samples
 from privsum.accounting.events import GuaranteeEvent, PrivacyEvent, ProfileEvent
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
 from privsum.accounting.profile import PrivacyProfile, randomized_response_profile
+from privsum.bitsum._rr_pairs import count_pair
+from privsum.bitsum._rr_worst_case import meets_target, worst_case_deltas, worst_case_epsilon, worst_case_samples
 from privsum.bitsum.base import BitSumProtocol, check_calibration, instance_ids
 from privsum.exceptions import InvalidParameterError
 from privsum.shuffle.histogram import MessageHistogram
@@ -247,13 +245,28 @@ class RRBitSum(_FlippedReports):
         """One instance, replace-one: the worst-case profile's pair, or a generic (epsilon, delta) (see the class docstring)."""
         return self._event_for(self.n_users)
 
+    @functools.cached_property
+    def guarantee(self) -> PrivacyGuarantee:
+        """The headline guarantee of one run: the event's, computed without building its profile.
+
+        Privacy:
+            Replace-one, one instance: the verified worst-case epsilon over every neighbour at
+            ``delta`` (`rr_worst_case_epsilon`), or the calibrated target (at least as large)
+            for a calibrated protocol.
+        """
+        if "event" in self.__dict__:
+            return self.event.guarantee
+        return PrivacyGuarantee(
+            _headline_epsilon(self.n_users, self.flip_probability, self.delta), self.delta, Neighbouring.REPLACE_ONE
+        )
+
     def _event_for_fewer(self, n_participants: int) -> PrivacyEvent:
         return self._event_for(n_participants)
 
     def _event_for(self, n_participants: int) -> PrivacyEvent:
         if self.composition == "guarantee":
-            return _rr_event(_verified_epsilon(n_participants, self.flip_probability, self.delta), self.delta)
-        epsilon = _verified_epsilon(n_participants, self.flip_probability, self.delta)
+            return _rr_event(_headline_epsilon(n_participants, self.flip_probability, self.delta), self.delta)
+        epsilon = _headline_epsilon(n_participants, self.flip_probability, self.delta)
         # every neighbour's epsilon at delta is at most this epsilon, so every delta at it is at most delta
         profile = _worst_case_profile(n_participants, self.flip_probability, self.delta, epsilon, self.delta)
         if profile.delta(epsilon) <= self.delta * (1 + _RTOL):  # tight at the verified epsilon
@@ -263,7 +276,7 @@ class RRBitSum(_FlippedReports):
     @property
     def generic_event(self) -> PrivacyEvent:
         """The verified headline as a generic (epsilon, delta) mechanism (the ``composition="guarantee"`` event)."""
-        return _rr_event(_verified_epsilon(self.n_users, self.flip_probability, self.delta), self.delta)
+        return _rr_event(_headline_epsilon(self.n_users, self.flip_probability, self.delta), self.delta)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -331,18 +344,27 @@ class LocalRRBitSum(_FlippedReports):
 
 
 def _worst_case_profile(n_users: int, flip: float, delta: float, epsilon: float, bound: float) -> PrivacyProfile:
-    """`rr_worst_case_profile` with an absolute slack of ``1e-6 delta`` and the sample at ``epsilon`` at most ``bound``.
+    """`rr_worst_case_profile` with an absolute slack of ``1e-3 delta`` and the sample at ``epsilon`` at most ``bound``.
 
     ``bound`` must be an upper bound on every neighbour's delta at ``epsilon``, already proved by
-    the caller (the calibration's verification, or the verified epsilon at ``delta``): it
-    replaces the second branch and bound that `rr_worst_case_profile` runs for its ``epsilons``.
+    the caller (the calibration's verification, or the verified epsilon at ``delta``).
     """
-    atol = min(1e-3, 1e-6 * delta)
-    grid, upper = _sampled_worst_case(n_users, flip, atol, _PROFILE_RESOLUTION, np.array([epsilon]))
-    at = np.searchsorted(grid, epsilon)
-    if at < grid.size and grid[at] == epsilon:
-        upper[at] = min(upper[at], bound)
-    return symmetric_pair_from_samples(grid, np.minimum(upper, 1.0), neighbouring=Neighbouring.REPLACE_ONE)
+    grid, upper = _regular_samples(n_users, flip, _profile_atol(delta), _PROFILE_RESOLUTION, _ENVELOPE_STRETCH, _ENVELOPE_RTOL)
+    return _envelope(grid, upper, np.array([epsilon]), np.array([bound]))
+
+
+def worst_case_event(n_users: int, flip: float, delta: float) -> ProfileEvent:
+    """The worst-case profile's event with the headline the profile itself gives at ``delta``.
+
+    The same pair as `RRBitSum.event`'s but without the verified headline sample (so without its
+    search over every neighbour for the headline): for calibrations that only compose it.
+    """
+    grid, upper = _regular_samples(n_users, flip, _profile_atol(delta), _PROFILE_RESOLUTION, _ENVELOPE_STRETCH, _ENVELOPE_RTOL)
+    return ProfileEvent.at_delta(_envelope(grid, upper, np.zeros(0), np.zeros(0)), delta)
+
+
+def _profile_atol(delta: float) -> float:
+    return min(1e-3, _PROFILE_ATOL_SHARE * delta)
 
 
 def _rr_event(epsilon: float, delta: float) -> GuaranteeEvent:
@@ -367,231 +389,29 @@ def _csuzz_flip_probability(epsilon: float, delta: float, n_users: int) -> float
 
 
 # ---------------------------------------------------------------------------------------------
-# Worst case over every neighbour, by branch and bound over blocks of k.
-#
-# For k ones among the n - 1 others the count is C = B + k + U - D with U ~ Bin(n-1-k, q),
-# D ~ Bin(k, q) and B ~ Bern(q) (target bit 0) or Bern(1 - q) (bit 1). A block of
-# neighbours k in [a, a + m] is bounded by ONE pair, that of n - m users with a ones among the
-# others (see `rr_worst_case_delta_bound`); branch and bound splits only the blocks whose bound
-# is not already settled, so only a few hundred pairs are computed even at n = 10^6.
+# Worst case over every neighbour (privsum.bitsum._rr_worst_case): a few neighbours evaluated
+# exactly, the rest covered by blocks, each bounded by ONE pair (that of n - m users), so only a
+# few hundred pairs are evaluated at any n.
 # ---------------------------------------------------------------------------------------------
 
 # Mass cut from each tail of each binomial (Bernstein's inequality); it is added to delta.
 _TAIL_MASS = 1e-30
-# Relative slack of the returned worst case above the exact maximum over k.
+# Relative slack of the worst-case epsilon and deltas above the exact maximum over k.
 _BOUND_RTOL = 1e-9
-# Recently evaluated pairs are cached (they do not depend on epsilon or delta); at most 256 of them.
-_PAIR_CACHE_SIZE = 256
-# Binomial windows are cached too (a split block shares one window with its parent); read-only arrays.
-_WINDOW_CACHE_SIZE = 1024
-_ONE_POINT = np.ones(1)
-_ONE_POINT.setflags(write=False)
-# Long convolutions go by FFT when its error bound costs at most this share of the target delta
-# (added to delta, so results stay upper bounds; see `_neighbour_pair`).
-_FFT_DELTA_SHARE = 1e-4
-# Blocks of neighbours laid out before branch and bound refines (`_predicted_blocks`).
-_MAX_PREDICTED_BLOCKS = 2048
-# Relative slack of the worst-case profile's samples above an exactly evaluated neighbour.
-_ENVELOPE_RTOL = 1e-2
-_SMALLEST_TAIL = math.ulp(0.0)  # 5e-324, the smallest positive float
-# Epsilon step of the worst-case profile's samples (`rr_worst_case_profile`'s default).
-_PROFILE_RESOLUTION = 1e-3
-
-
-@functools.lru_cache(maxsize=_WINDOW_CACHE_SIZE)
-def _binomial_window(trials: int, flip: float, tail_mass: float) -> tuple[np.ndarray, float]:
-    """pmf of ``Bin(trials, flip)`` on a window ``low..high`` holding all but a provably tiny mass.
-
-    The window is ``mean -/+ s`` with ``s`` from Bernstein's inequality,
-    ``P(|S - mean| >= s) <= exp(-s^2 / (2 (var + s/3)))`` per side (summands in ``[0, 1]``), so each
-    cut side holds at most ``tail_mass``. Returns the pmf from ``lo`` and a bound on the cut mass.
-    """
-    if trials == 0:
-        return _ONE_POINT, 0.0
-    tail_mass = max(tail_mass, _SMALLEST_TAIL)  # a larger cut is still bounded (and reported): no log(1/0)
-    # log(1 / tail) as before where 1 / tail is finite (bit-identical windows); -log(tail) for a subnormal tail
-    log_term = math.log(1.0 / tail_mass) if tail_mass > 1e-300 else -math.log(tail_mass)
-    mean = trials * flip
-    radius = log_term / 3.0 + math.sqrt((log_term / 3.0) ** 2 + 2.0 * mean * (1.0 - flip) * log_term)
-    low = max(0, math.ceil(mean - radius - 1e-9))  # values below low are < mean - radius
-    high = min(trials, math.floor(mean + radius + 1e-9))  # values above high are > mean + radius
-    cut = (tail_mass if low > 0 else 0.0) + (tail_mass if high < trials else 0.0)
-    pmf = binomial_pmf(low, high, trials, flip)
-    pmf.setflags(write=False)  # cached and shared
-    return pmf, cut
-
-
-class _CountPair:
-    """The count's pmfs for the target bit 0 and 1 on one support, the mass cut from both, and the profile on demand."""
-
-    __slots__ = ("_profile", "bit_one", "bit_zero", "cut")
-
-    def __init__(self, bit_zero: np.ndarray, bit_one: np.ndarray, cut: float) -> None:
-        self.bit_zero, self.bit_one, self.cut = bit_zero, bit_one, cut
-        self._profile: PrivacyProfile | None = None
-
-    def profile(self) -> PrivacyProfile:
-        """The exact profile, the cut mass counted as infinite loss in both directions (built once)."""
-        if self._profile is None:
-            self._profile = PrivacyProfile._trusted(
-                self.bit_zero, self.bit_one, neighbouring=Neighbouring.REPLACE_ONE, p_tail=self.cut, q_tail=self.cut
-            )
-        return self._profile
-
-    def delta_at(self, epsilon: float) -> float:
-        """``profile().delta(epsilon)`` for one epsilon, summed directly: ``sum max(0, P - e^epsilon Q)`` both ways, plus the cut.
-
-        The points where ``P > e^epsilon Q`` are exactly those whose privacy loss exceeds
-        epsilon, so this is the profile's value (up to the rounding of the sums), without its logs and sorting.
-        """
-        scale = math.exp(epsilon)
-        forward = float(np.maximum(self.bit_zero - scale * self.bit_one, 0.0).sum())
-        backward = float(np.maximum(self.bit_one - scale * self.bit_zero, 0.0).sum())
-        return max(forward, backward) + self.cut
-
-
-@functools.lru_cache(maxsize=_PAIR_CACHE_SIZE)
-def _neighbour_counts(n_users: int, flip: float, ones: int, tail_mass: float, fft_delta_error: float = 0.0) -> _CountPair:
-    """The count's pair (truncated tails counted as infinite loss) for ``ones`` ones among ``n_users - 1`` others.
-
-    The others' count ``U - D`` is a convolution, by FFT when that is long and its error bound
-    ``e`` (L1, `privsum._convolution`) costs at most ``fft_delta_error`` in delta. That cost is
-    ``e / q``: a point contributes to ``HS_x`` only where its likelihood ratio, at most
-    ``(1-q)/q``, exceeds ``x``, so an L1 error ``e`` in the others' pmf (hence in each of ``P`` and
-    ``Q``) moves ``HS_x`` by at most ``e + x e <= e / q``. It is added to both tails (infinite loss).
-    """
-    up, up_cut = _binomial_window(n_users - 1 - ones, flip, tail_mass)
-    down, down_cut = _binomial_window(ones, flip, tail_mass)
-    # U - D up to a shift (the profile is shift invariant)
-    others, error = convolve_pmfs(up, down[::-1], allowed_error=fft_delta_error * flip)
-    # bit 0: the count is U - D (+ Bern(q)); bit 1: U - D + Bern(1 - q); support of size len + 1
-    bit_zero, bit_one = np.zeros(others.size + 1), np.zeros(others.size + 1)
-    bit_zero[:-1] = (1.0 - flip) * others
-    bit_zero[1:] += flip * others
-    bit_one[:-1] = flip * others
-    bit_one[1:] += (1.0 - flip) * others
-    cut = min(1.0, up_cut + down_cut + error / flip)
-    return _CountPair(bit_zero, bit_one, cut)
-
-
-def _neighbour_pair(n_users: int, flip: float, ones: int, tail_mass: float, fft_delta_error: float = 0.0) -> PrivacyProfile:
-    """Exact profile (truncated tails counted as infinite loss) for ``ones`` ones among ``n_users - 1`` others."""
-    return _neighbour_counts(n_users, flip, ones, tail_mass, fft_delta_error).profile()
-
-
-def _block_counts(n_users: int, flip: float, first: int, last: int, tail_mass: float, fft_delta_error: float = 0.0) -> _CountPair:
-    """A pair dominating every neighbour ``k`` in ``first..last`` (exact when ``first == last``)."""
-    return _neighbour_counts(n_users - (last - first), flip, first, tail_mass, fft_delta_error)
-
-
-def _block_pair(
-    n_users: int, flip: float, first: int, last: int, tail_mass: float, fft_delta_error: float = 0.0
-) -> PrivacyProfile:
-    """The profile of `_block_counts`."""
-    return _block_counts(n_users, flip, first, last, tail_mass, fft_delta_error).profile()
-
-
-def _seed_ks(half: int) -> list[int]:
-    """A few neighbours evaluated exactly first, so that branch and bound prunes early."""
-    if half <= 0:
-        return [0]
-    return sorted({0, half, *np.unique(np.geomspace(1, half, 24).astype(int)).tolist()})
-
-
-def _predicted_blocks(
-    half: int, seeds: list[int], seed_values: np.ndarray, growth: np.ndarray, settle_level: np.ndarray
-) -> list[tuple[int, int]]:
-    """Blocks covering every ``k`` in ``0..half`` that is not a seed, each predicted to settle when first bounded.
-
-    Only the number of pairs depends on this prediction, never the result: a block is settled by
-    its own proved bound or split further. Model: a block ``[a, a + m]`` is bounded by about
-    ``v g^m``, with ``v`` the larger score of the seeds around ``a`` and ``g`` the measured
-    growth of the score per user dropped (the block ``[0, 1]``'s bound over ``k = 0``'s score);
-    ``m`` is taken at 80 % of the largest that keeps ``v g^m`` below ``settle_level``. At most
-    ``_MAX_PREDICTED_BLOCKS`` blocks; what is left after them is one block.
-    """
-    log_growth = np.log(np.maximum(growth, 1.0 + 1e-12))
-    blocks: list[tuple[int, int]] = []
-    for index in range(len(seeds) - 1):
-        first, stop = seeds[index] + 1, seeds[index + 1]  # the gap between two seeds
-        around = np.maximum(seed_values[index], seed_values[index + 1])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            room = np.where(around < settle_level, np.log(settle_level / np.maximum(around, 1e-300)) / log_growth, 0.0)
-        size = int(min(0.8 * float(np.min(room)), 1e15)) + 1  # users per block
-        while first < stop:
-            if len(blocks) >= _MAX_PREDICTED_BLOCKS:
-                return [*blocks, (first, half)] if first <= half else blocks
-            last = min(first + size - 1, stop - 1)
-            blocks.append((first, last))
-            first = last + 1
-    return blocks
-
-
-def _branch_and_bound(
-    n_users: int,
-    flip: float,
-    score: Callable[[_CountPair], np.ndarray],
-    *,
-    rtol: float,
-    atol: float,
-    tail_mass: float,
-    threshold: float | None = None,
-    fft_delta_error: float = 0.0,
-) -> tuple[np.ndarray, np.ndarray, int]:
-    """Maximum over ``k = 0..(n-1)//2`` of ``score(pair_k)`` (non-decreasing under post-processing).
-
-    Returns ``(upper, lower, k)``: ``lower`` = exact scores of an evaluated ``k``,
-    ``upper >= max_k score`` with ``upper <= lower (1 + rtol) + atol`` componentwise. With
-    ``threshold`` (scalar scores), stops as soon as some exact score exceeds it (then ``lower``
-    is that score) or every block is bounded by it (then ``upper <= threshold``).
-    """
-    half = (n_users - 1) // 2
-    lower, best_k = None, 0
-    seeds, seed_values = _seed_ks(half), []
-    for k in seeds:
-        value = np.atleast_1d(score(_block_counts(n_users, flip, k, k, tail_mass, fft_delta_error)))
-        seed_values.append(value)
-        if lower is None or np.any(value > lower):
-            lower, best_k = value if lower is None else np.maximum(lower, value), k
-        if threshold is not None and value[0] > threshold:
-            return value, value, k
-    scale = np.maximum(lower, 1e-300)
-    upper = lower.copy()
-    settle_level = np.full_like(lower, threshold) if threshold is not None else lower * (1.0 + rtol) + atol
-
-    def settled(bound: np.ndarray) -> bool:
-        if threshold is not None:
-            return bool(bound[0] <= threshold)
-        return bool(np.all(bound <= lower * (1.0 + rtol) + atol))
-
-    def push(first: int, last: int) -> None:
-        bound = np.atleast_1d(score(_block_counts(n_users, flip, first, last, tail_mass, fft_delta_error)))
-        heapq.heappush(heap, (-float(np.max(bound / scale)), first, last, bound))
-
-    heap: list[tuple[float, int, int, np.ndarray]] = []
-    if len(seeds) > 2:  # blocks sized to settle at once (a prediction: any that does not is split as usual)
-        one_user = np.atleast_1d(score(_block_counts(n_users, flip, 0, 1, tail_mass, fft_delta_error)))
-        growth = one_user / np.maximum(seed_values[0], 1e-300)
-        for first, last in _predicted_blocks(half, seeds, np.array(seed_values), growth, settle_level):
-            push(first, last)
-    else:
-        push(0, half)
-    while heap:
-        _, first, last, bound = heapq.heappop(heap)
-        if settled(bound):
-            upper = np.maximum(upper, bound)
-        elif first == last:  # an exact neighbour above everything settled so far
-            if threshold is not None:
-                return bound, bound, first
-            if np.any(bound > lower):
-                best_k = first
-            lower = np.maximum(lower, bound)
-            upper = np.maximum(upper, bound)
-        else:
-            middle = (first + last) // 2
-            push(first, middle)
-            push(middle + 1, last)
-    return np.maximum(upper, lower), lower, best_k
+# Slack of the worst-case profile's samples (`rr_worst_case_profile`): at most the exact maximum
+# at an epsilon smaller by this factor, or (near epsilon 0) this relative amount above it.
+_ENVELOPE_STRETCH = 1.0025
+_ENVELOPE_RTOL = 5e-3
+# Epsilon step of the worst-case profile's samples (`rr_worst_case_profile`'s default): a power of
+# two, so that its multiples are exact and the profile's privacy-loss distribution is exact at it.
+_PROFILE_RESOLUTION = 2.0**-10
+# Absolute slack of an RRBitSum event's profile samples, as a share of its delta.
+_PROFILE_ATOL_SHARE = 1e-3
+# Work (binomial-window points over the pairs evaluated) of a protocol's headline epsilon and of
+# a worst-case profile: the worst case to 1e-9 (headline) or to the profile's slack while it
+# suffices, a bound with up to about a percent of slack beyond (very large n q (1-q)).
+_HEADLINE_WORK = 6e6
+_PROFILE_WORK = 4e6
 
 
 def rr_worst_case_delta_bound(
@@ -600,22 +420,18 @@ def rr_worst_case_delta_bound(
     """Upper bound, within a relative ``1e-9``, on the worst-case delta of shuffled RR over every neighbour.
 
     Same quantity as `privsum.bitsum.exact.rr_worst_case_delta` (the reference, which visits
-    every ``k``), computed by branch and bound over blocks of ``k`` in ``O(log n)``-ish pair
-    evaluations instead of ``n / 2``.
+    every ``k``), computed from a few hundred pairs instead of ``n / 2``.
 
     Privacy:
         Replace-one. Block bound (proved): for ``k`` in ``[a, a + m]`` write
-        ``n-1-k = (n-1-a-m) + (a+m-k)`` and ``k = a + (k-a)``, so ``U = U' + U''`` and
-        ``D = D' + D''`` with independent ``U' ~ Bin(n-1-a-m, q)``, ``D' ~ Bin(a, q)``,
-        ``U'' ~ Bin(a+m-k, q)``, ``D'' ~ Bin(k-a, q)``. The pair for ``k`` is then the pair
-        ``(B + U' - D', B' + U' - D')`` -- which is, up to a shift, the pair of ``n - m`` users
-        with ``a`` ones among the others -- post-processed by one Markov kernel (add the
-        independent ``k - a + U'' - D''``). The hockey-stick divergence is an f-divergence, so by
-        the data-processing inequality ``delta_k(e) <= delta^(n-m)_a(e)`` for every ``e`` and both
-        directions. Symmetry ``k <-> n-1-k`` (reflect the count, swap directions) leaves
-        ``k <= (n-1)/2``. A block whose bound is settled is never refined and its bound enters the
-        result, so the result is always an upper bound on the exact maximum; blocks are split
-        until every bound is within ``1e-9`` (relative) of an exactly evaluated neighbour.
+        ``n-1-k = (n-1-a-m) + (a+m-k)`` and ``k = a + (k-a)``: the others' count is that of
+        ``n - m`` users with ``a`` ones among the others plus an independent count, a Markov
+        kernel applied to both distributions of the pair. The hockey-stick divergence is an
+        f-divergence, so by the data-processing inequality ``delta_k(e) <= delta^(n-m)_a(e)`` for
+        every ``e`` and both directions. Symmetry ``k <-> n-1-k`` (reflect the count, swap
+        directions) leaves ``k <= (n-1)/2``. Every neighbour is either evaluated exactly or in a
+        block whose bound is within ``1e-9`` (relative) of an exactly evaluated neighbour at every
+        epsilon, and those bounds enter the result, so it is an upper bound on the exact maximum.
         Binomial tails beyond a Bernstein radius (at most ``1e-30`` per side) are counted as
         infinite loss.
 
@@ -623,7 +439,8 @@ def rr_worst_case_delta_bound(
         n_users: users taking part.
         flip_probability: the RR flip probability in ``(0, 0.5)``.
         epsilons: one or more epsilon values ``>= 0``.
-        return_worst_k: also return the ``k <= (n-1)/2`` of the largest exactly evaluated neighbour.
+        return_worst_k: also return the ``k <= (n-1)/2`` of the exactly evaluated neighbour that
+            last raised the maximum.
 
     Examples:
         >>> bound = rr_worst_case_delta_bound(100_000, 3.4e-4, [0.7, 1.0])
@@ -634,9 +451,7 @@ def rr_worst_case_delta_bound(
     n_users = check_integer(n_users, "n_users", owner, low=1)
     flip = _checked_flip(flip_probability, owner)
     eps = _checked_epsilons(epsilons, owner)
-    upper, _, worst_k = _branch_and_bound(
-        n_users, flip, lambda pair: pair.profile().delta(eps), rtol=_BOUND_RTOL, atol=4 * _TAIL_MASS, tail_mass=_TAIL_MASS
-    )
+    upper, worst_k = worst_case_deltas(n_users, flip, eps, rtol=_BOUND_RTOL, atol=4 * _TAIL_MASS, tail_mass=_TAIL_MASS)
     return (upper, np.full(eps.size, worst_k, dtype=np.int64)) if return_worst_k else upper
 
 
@@ -661,31 +476,28 @@ def rr_worst_case_epsilon(n_users: int, flip_probability: float, delta: float) -
     n_users = check_integer(n_users, "n_users", owner, low=1)
     flip = _checked_flip(flip_probability, owner)
     delta = check_delta(delta, owner, allow_zero=False)
-    tail = min(_TAIL_MASS, 1e-10 * delta)
-    upper, _, _ = _branch_and_bound(
-        n_users,
-        flip,
-        lambda pair: np.array([pair.profile().epsilon(delta)]),
-        rtol=_BOUND_RTOL,
-        atol=1e-12,
-        tail_mass=tail,
-        fft_delta_error=_FFT_DELTA_SHARE * delta,
-    )
-    return float(upper[0])
+    return _verified_epsilon(n_users, flip, delta)
 
 
 def rr_worst_case_profile(
-    n_users: int, flip_probability: float, *, atol: float = 1e-15, resolution: float = 1e-3, epsilons: Any = ()
+    n_users: int,
+    flip_probability: float,
+    *,
+    atol: float = 1e-15,
+    resolution: float = _PROFILE_RESOLUTION,
+    epsilons: Any = (),
+    stretch: float = _ENVELOPE_STRETCH,
+    rtol: float = _ENVELOPE_RTOL,
 ) -> PrivacyProfile:
     """A symmetric pair dominating shuffled RR's profile for **every** neighbour, both directions.
 
-    The maximum over every ``k`` (ones among the others) and both directions of the exact
-    ``delta_k(epsilon)`` is sampled on a grid of epsilons (step ``resolution``, from 0 to the
-    largest possible privacy loss ``log((1-q)/q)``, plus any ``epsilons`` given) by the same
-    branch and bound as `rr_worst_case_delta_bound` (every sample an upper bound, within a relative
-    ``1e-2`` plus ``atol`` of an exactly evaluated neighbour: a 1 % slack in delta, far below what
-    moves a calibration), and the pair whose profile is the
-    chord interpolation of the samples is built by
+    The maximum ``m(e)`` over every ``k`` (ones among the others) and both directions of the
+    exact ``delta_k(e)`` is sampled on a grid of epsilons (step ``resolution``, from 0 to the
+    largest possible privacy loss ``log((1-q)/q)``, plus any ``epsilons`` given): every sample is
+    an upper bound on ``m`` and at most ``max(m(e / stretch), m(e) (1 + rtol), atol)``. The slack
+    is a block bound's natural one (dropping users acts like shrinking epsilon); composing the
+    pair costs about half of ``max(stretch - 1, rtol)`` in the composed epsilon. The pair whose
+    profile is the chord interpolation of the samples is built by
     `privsum.accounting.envelope.symmetric_pair_from_samples`. Its profile is at least every
     ``delta_k`` at every epsilon (chords of a convex curve lie above it), and its privacy-loss
     distribution composes RR by its worst case (`RRBitSum.event`).
@@ -693,12 +505,15 @@ def rr_worst_case_profile(
     Args:
         n_users: users taking part.
         flip_probability: the RR flip probability in ``(0, 0.5)``.
-        atol: absolute slack accepted in each sample (half for the branch and bound, half for the
-            error bound of FFT convolutions, both counted in full).
-        resolution: epsilon step of the samples.
+        atol: absolute slack accepted in each sample (half for the blocks, half for the error
+            bound of FFT convolutions, both counted in full).
+        resolution: epsilon step of the samples; a power of two (the default, 2^-10) makes them exact
+            multiples, so that the pair's privacy-loss distribution at that step is exact.
         epsilons: extra sample points, where the sample is tight to a relative ``1e-9`` (plus
             ``1e-6 atol``): a tighter upper bound than the grid's (lowering one sample of a convex
             curve keeps the chords convex and above the curve).
+        stretch: the horizontal slack factor, at least 1 (see above).
+        rtol: the relative slack, at least 0 (see above).
 
     Privacy:
         Replace-one, one instance; the pair dominates every neighbouring pair of the count view.
@@ -719,25 +534,20 @@ def rr_worst_case_profile(
     flip = _checked_flip(flip_probability, owner)
     atol = check_real(atol, "atol", owner, low=0.0, high=1e-3, low_open=True)
     resolution = check_real(resolution, "resolution", owner, low=1e-6, high=0.1)
+    stretch = check_real(stretch, "stretch", owner, low=1.0, high=2.0)
+    rtol = check_real(rtol, "rtol", owner, low=0.0, high=1.0)
     extra = _checked_epsilons(epsilons, owner) if np.size(epsilons) else np.zeros(0)
     largest_loss = _largest_loss(flip)
     if math.ceil(largest_loss / resolution) > 1_000_000:
         raise invalid("resolution", owner, f"coarse enough for at most 10^6 samples up to epsilon {largest_loss:.3g}", resolution)
-    grid, upper = _sampled_worst_case(n_users, flip, atol, resolution, extra)
+    grid, upper = _regular_samples(n_users, flip, atol, resolution, stretch, rtol)
     extra = extra[extra < largest_loss]
-    if extra.size:  # the requested points to within a relative 1e-9: a tighter upper bound replaces the sample
-        tight, _, _ = _branch_and_bound(
-            n_users,
-            flip,
-            lambda pair: pair.profile().delta(extra),
-            rtol=_BOUND_RTOL,
-            atol=atol * 1e-6,
-            tail_mass=min(_TAIL_MASS, atol * 1e-9),
-            fft_delta_error=atol * 1e-6,
+    tight = np.zeros(0)
+    if extra.size:  # the requested points to within a relative 1e-9: tighter upper bounds join the samples
+        tight, _ = worst_case_deltas(
+            n_users, flip, extra, rtol=_BOUND_RTOL, atol=atol * 1e-6, tail_mass=min(_TAIL_MASS, atol * 1e-9)
         )
-        at = np.searchsorted(grid, extra)
-        upper[at] = np.minimum(upper[at], tight)
-    return symmetric_pair_from_samples(grid, np.minimum(upper, 1.0), neighbouring=Neighbouring.REPLACE_ONE)
+    return _envelope(grid, upper, extra, tight)
 
 
 def _largest_loss(flip: float) -> float:
@@ -745,23 +555,54 @@ def _largest_loss(flip: float) -> float:
     return math.log((1.0 - flip) / flip) + 1e-9
 
 
-def _sampled_worst_case(
-    n_users: int, flip: float, atol: float, resolution: float, extra: np.ndarray
+@functools.lru_cache(maxsize=32)
+def _regular_samples(
+    n_users: int, flip: float, atol: float, resolution: float, stretch: float, rtol: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The grid of `rr_worst_case_profile` (step ``resolution`` and the ``extra`` points) and its upper bounds."""
-    largest_loss = _largest_loss(flip)
-    steps = math.ceil(largest_loss / resolution)
-    grid = np.union1d(np.linspace(0.0, largest_loss, steps + 1), extra[extra < largest_loss])
-    upper, _, _ = _branch_and_bound(
+    """The worst case's upper bounds on the grid of step ``resolution`` from 0 to the largest loss (read-only, cached)."""
+    grid = resolution * np.arange(math.ceil(_largest_loss(flip) / resolution) + 1)  # exact multiples of the step
+    upper = worst_case_samples(
         n_users,
         flip,
-        lambda pair: pair.profile().delta(grid),
-        rtol=_ENVELOPE_RTOL,
+        grid,
+        stretch=stretch,
+        rtol=rtol,
         atol=atol / 2,
-        tail_mass=min(_TAIL_MASS, atol * 1e-6),
+        tail_mass=_profile_tail(atol),
         fft_delta_error=atol / 2,
+        work=_PROFILE_WORK,
     )
+    grid.setflags(write=False)
+    upper.setflags(write=False)
     return grid, upper
+
+
+def _envelope(grid: np.ndarray, upper: np.ndarray, points: np.ndarray, bounds: np.ndarray) -> SampledEnvelope:
+    """The symmetric pair of the samples, with upper bounds ``bounds`` at ``points`` as further samples.
+
+    Every sample is an upper bound on the maximum profile at its epsilon, so adding proved bounds
+    at more points keeps the chords above it (where a point is already on the grid, the smaller
+    of the two bounds is kept). The grid's step, when a power of two, is the pair's loss step.
+    """
+    step = float(grid[1] - grid[0])
+    inside = points < grid[-1]  # beyond the last sample the profile is constant already
+    points, bounds = points[inside], bounds[inside]
+    merged = np.union1d(grid, points)
+    samples = np.ones(merged.size)
+    samples[np.searchsorted(merged, grid)] = upper
+    at = np.searchsorted(merged, points)
+    samples[at] = np.minimum(samples[at], bounds)
+    return symmetric_pair_from_samples(
+        merged,
+        np.minimum(samples, 1.0),
+        neighbouring=Neighbouring.REPLACE_ONE,
+        loss_step=step if math.frexp(step)[0] == 0.5 else None,
+    )
+
+
+def _profile_tail(atol: float) -> float:
+    """Tail mass of the profile's pairs: their cut (four tails) is a small part of the slack ``atol``."""
+    return atol * 1e-3
 
 
 def _checked_flip(value: float, owner: str) -> float:
@@ -775,6 +616,11 @@ def _checked_epsilons(epsilons: float | np.ndarray, owner: str) -> np.ndarray:
     return eps
 
 
+def _bound_tail(delta: float) -> float:
+    """Tail mass of the pairs checked against ``delta``: their cut (four tails) costs at most ``4e-12 delta``."""
+    return min(1e-20, 1e-12 * delta)
+
+
 def _meets_target(n_users: int, flip: float, epsilon: float, delta: float) -> tuple[bool, int, float]:
     """Whether every neighbour's delta at ``epsilon`` is at most ``delta`` (up to float rounding).
 
@@ -782,19 +628,7 @@ def _meets_target(n_users: int, flip: float, epsilon: float, delta: float) -> tu
     ``bound``, an upper bound on every neighbour's delta at ``epsilon`` when it does (the largest
     bound of the settled blocks and exactly evaluated neighbours).
     """
-    tail = min(_TAIL_MASS, 1e-10 * delta)
-    threshold = delta * (1 + _RTOL)
-    upper, _, k = _branch_and_bound(
-        n_users,
-        flip,
-        lambda pair: np.array([pair.delta_at(epsilon)]),
-        rtol=0.0,
-        atol=0.0,
-        tail_mass=tail,
-        threshold=threshold,
-        fft_delta_error=_FFT_DELTA_SHARE * delta,
-    )
-    return bool(upper[0] <= threshold), k, float(upper[0])
+    return meets_target(n_users, flip, epsilon, delta * (1 + _RTOL), tail_mass=_bound_tail(delta))
 
 
 def _tight_flip_probability(epsilon: float, delta: float, n_users: int) -> tuple[float, float]:
@@ -804,15 +638,14 @@ def _tight_flip_probability(epsilon: float, delta: float, n_users: int) -> tuple
     ``epsilon``, at most ``delta (1 + 1e-9)`` (``delta`` itself for the epsilon-LDP flip).
     """
     local = 1.0 / (1.0 + math.exp(epsilon))  # epsilon-LDP: meets any delta
-    tail = min(_TAIL_MASS, 1e-10 * delta)
-    fft = _FFT_DELTA_SHARE * delta
+    tail = _bound_tail(delta)
     candidates = {0}
     log_start = None
     for _ in range(40):
 
         def delta_at(log_flip: float, ks: frozenset[int] = frozenset(candidates)) -> float:
             flip = math.exp(log_flip)
-            return max(_neighbour_counts(n_users, flip, k, tail, fft).delta_at(epsilon) for k in ks)
+            return max(count_pair(n_users - 1 - k, k, flip, tail).delta_at(epsilon) for k in ks)
 
         lowest = math.log(_SMALLEST_FLIP) if log_start is None else log_start  # more neighbours need at least as much noise
         try:
@@ -830,6 +663,15 @@ def _tight_flip_probability(epsilon: float, delta: float, n_users: int) -> tuple
     raise RuntimeError("RRBitSum: tight calibration did not converge; use calibration='analytic'")  # pragma: no cover
 
 
-def _verified_epsilon(n_users: int, flip: float, delta: float) -> float:
-    """Smallest epsilon (rounded up, relative ``1e-9``) whose worst-case delta over every neighbour is at most ``delta``."""
-    return rr_worst_case_epsilon(n_users, flip, delta)
+def _verified_epsilon(n_users: int, flip: float, delta: float, work: float | None = None) -> float:
+    """Smallest epsilon (rounded up) whose worst-case delta over every neighbour is at most ``delta``.
+
+    Within a relative ``1e-9`` without a ``work`` budget; with one, an upper bound whose slack
+    grows only when the budget does not suffice (`privsum.bitsum._rr_worst_case.worst_case_epsilon`).
+    """
+    return worst_case_epsilon(n_users, flip, delta, rtol=_BOUND_RTOL, tail_mass=_bound_tail(delta), work=work)
+
+
+def _headline_epsilon(n_users: int, flip: float, delta: float) -> float:
+    """A protocol's headline: `_verified_epsilon` within the work of `_HEADLINE_WORK`."""
+    return _verified_epsilon(n_users, flip, delta, _HEADLINE_WORK)

@@ -21,11 +21,14 @@ from privsum._random import RNGLike, as_generator
 from privsum._validation import check_choice, check_delta, check_epsilon, check_integer, invalid
 from privsum.accounting.cache import cached_calibration
 from privsum.accounting.events import ComposedEvent, GuaranteeEvent, PrivacyEvent
+from privsum.accounting.gaussian import gaussian_sigma
 from privsum.accounting.guarantee import PrivacyGuarantee
 from privsum.accounting.homogeneous import optimal_composition, optimal_composition_floor
+from privsum.accounting.pld import DEFAULT_DISCRETIZATION
 from privsum.bitsum import bitsum_protocol
 from privsum.bitsum.base import BitSumProtocol
 from privsum.bitsum.central import CentralGaussianBitSum, CentralLaplaceBitSum, ExactBitSum
+from privsum.bitsum.rr import RRBitSum, worst_case_event
 from privsum.exceptions import PrivacyLeakWarning
 from privsum.kde.function import KDEFunction
 from privsum.kde.theory import seed_composition_epsilon, seed_per_instance_epsilon, sup_rmse_bound
@@ -55,6 +58,12 @@ _CALIBRATION_RTOL = 2e-3
 # The worst-(epsilon0, delta0)-mechanism search only starts the search over an exact profile: coarser.
 _START_RTOL = 2e-2
 _MAX_CALIBRATION_STEPS = 40
+# RR's flip search (`_flip_search`): the level 1/q - 2 of the smallest flip probability tried, and
+# the composed epsilon's first guess of log-log slope against it (epsilon0 ~ 1/sqrt(n q)).
+_LARGEST_FLIP_LEVEL = 1e12
+_FLIP_LEVEL_SLOPE = 0.5
+# The search starts this factor below the Gaussian estimate's level (more noise: usually feasible).
+_FLIP_START_MARGIN = 0.95
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -475,6 +484,17 @@ class ShuffledKDE(ShuffleProtocol):
 
         if delta == 0.0:
             result = build(epsilon / count)
+        elif accounting == "tight" and _searches_flip(protocol, calibration, options):
+            result = _flip_search(
+                lambda bitsum: cls(
+                    family=family, bitsum=bitsum, delta=delta, accounting=accounting, chunk_size=chunk_size, precision=precision
+                ),
+                n_users=n_users,
+                epsilon=epsilon,
+                delta=delta,
+                delta0=delta0,
+                count=count,
+            )
         elif accounting == "seed":
             result = build(seed_per_instance_epsilon(epsilon, touched, family.n_repetitions, delta / 2))
             if result.bitsum.guarantee.is_pure:  # Theorem 3.2's pure case: pure composition
@@ -770,6 +790,45 @@ def _tight_calibration(build: Any, *, epsilon: float, delta: float, delta0: floa
     return build(refined)
 
 
+def _searches_flip(protocol: type[BitSumProtocol], calibration: str, options: Mapping[str, Any]) -> bool:
+    """Whether the calibration searches RR's flip probability directly (tight RR composed by its profile)."""
+    return protocol is RRBitSum and calibration == "tight" and options.get("composition", "profile") == "profile"
+
+
+def _flip_search(make: Any, *, n_users: int, epsilon: float, delta: float, delta0: float, count: int) -> ShuffledKDE:
+    """Tight RR: the least flip probability whose worst-case profile, composed ``count`` times, meets the target.
+
+    A calibration per ``epsilon0`` (`_tight_calibration`) would search the flip probability for
+    each ``epsilon0`` it tries and verify it over every neighbour; the composed epsilon depends on
+    the flip probability alone, so this searches it directly, with the level ``1/q - 2`` (which
+    grows with the privacy loss) in the role of ``epsilon0``, by the centred search to within
+    ``_CALIBRATION_RTOL`` below the target, from just below the level the central limit theorem
+    suggests (`_gaussian_flip_estimate`). Only the protocol it returns verifies its headline
+    ``(epsilon0, delta0)`` over every neighbour.
+    """
+
+    def composed(level: float) -> float:
+        event = worst_case_event(n_users, 1.0 / (level + 2.0), delta0)
+        return _composed_guarantee(ComposedEvent(event, count), delta).epsilon
+
+    start = max(_FLIP_START_MARGIN * (1.0 / _gaussian_flip_estimate(epsilon, delta, n_users, count) - 2.0), 1e-9)
+    level, _ = _largest_feasible(composed, epsilon, start, _LARGEST_FLIP_LEVEL, _FLIP_LEVEL_SLOPE, centred=True)
+    return make(RRBitSum(n_users=n_users, flip_probability=1.0 / (level + 2.0), delta=delta0))
+
+
+def _gaussian_flip_estimate(epsilon: float, delta: float, n_users: int, count: int) -> float:
+    """The flip probability for which ``count`` runs of RR meet ``(epsilon, delta)`` if RR's count were Gaussian.
+
+    Each run's count moves by ``1 - 2q`` with variance ``(n-1) q (1-q)``: a Gaussian mechanism of
+    ``mu = (1-2q) / sqrt((n-1) q (1-q))``; ``count`` of them compose to ``sqrt(count) mu``, which
+    the analytic Gaussian (`~privsum.accounting.gaussian.gaussian_sigma`) fixes. An estimate (the
+    count is not Gaussian), used only to start the search.
+    """
+    per_run = 1.0 / (gaussian_sigma(epsilon, delta, sensitivity=1.0) * math.sqrt(count))
+    scaled = per_run**2 * max(n_users - 1, 1)  # (1 - 2q)^2 = scaled q (1 - q)
+    return 0.5 * (1.0 - math.sqrt(1.0 - 4.0 / (4.0 + scaled)))
+
+
 @functools.lru_cache(maxsize=64)
 def _composed_guarantee(event: ComposedEvent, delta: float) -> PrivacyGuarantee:
     """Composition at ``delta``, cached: many KDEs share one calibrated bit sum and family size.
@@ -780,5 +839,5 @@ def _composed_guarantee(event: ComposedEvent, delta: float) -> PrivacyGuarantee:
     if isinstance(event.event, GuaranteeEvent):
         epsilon = _optimal_epsilon(event.event.guarantee, event.count, delta)
     else:
-        epsilon = event.pld().epsilon(delta)
+        epsilon = event.pld(event.native_discretization or DEFAULT_DISCRETIZATION).epsilon(delta)
     return PrivacyGuarantee(epsilon, delta, event.neighbouring)

@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from privsum import InvalidParameterError, PrivacyLeakWarning
 from privsum.accounting import GuaranteeEvent, PrivacyProfile
 from privsum.bitsum import LocalRRBitSum, RRBitSum
+from privsum.bitsum._rr_worst_case import block_pair
 from privsum.bitsum.exact import rr_profile, rr_worst_case_delta
-from privsum.bitsum.rr import _block_pair, rr_worst_case_delta_bound, rr_worst_case_epsilon
+from privsum.bitsum.rr import rr_worst_case_delta_bound, rr_worst_case_epsilon
 from privsum.shuffle import UserChunks
 from privsum.testing import ProtocolConformance, assert_mean, assert_same_distribution, assert_variance
 
@@ -218,7 +219,7 @@ def test_branch_and_bound_matches_every_neighbour_brute_force(n, q, eps):
 def test_block_pair_dominates_every_neighbour_of_its_block(n, q, data):
     first = data.draw(st.integers(0, n - 1))
     last = data.draw(st.integers(first, n - 1))
-    block = _block_pair(n, q, first, last, 1e-30)
+    block = block_pair(n, q, first, last, 1e-30).profile()
     for k in range(first, last + 1):
         neighbour = rr_profile(n, q, k)
         # exact check as in PrivacyProfile.dominates (both curves are piecewise a - b e^eps between

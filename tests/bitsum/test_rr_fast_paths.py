@@ -17,15 +17,10 @@ from privsum.accounting.calibration import calibrate
 from privsum.accounting.guarantee import Neighbouring
 from privsum.accounting.profile import PrivacyProfile
 from privsum.bitsum import RRBitSum
-from privsum.bitsum.exact import rr_worst_case_delta
-from privsum.bitsum.rr import (
-    _block_counts,
-    _meets_target,
-    _neighbour_pair,
-    _predicted_blocks,
-    _seed_ks,
-    _tight_flip_probability,
-)
+from privsum.bitsum._rr_pairs import CountPair, count_pair
+from privsum.bitsum._rr_worst_case import block_pair, cover, seed_ks
+from privsum.bitsum.exact import rr_profile, rr_worst_case_delta
+from privsum.bitsum.rr import _meets_target, _tight_flip_probability
 from privsum.exceptions import InvalidParameterError
 
 # binomial_pmf's stated accuracy (relative), within 15 standard deviations of the mean
@@ -65,6 +60,11 @@ def test_binomial_pmf_matches_scipy_on_any_window(trials, probability, data):
     big = reference > 1e-280  # both underflow together below
     np.testing.assert_allclose(ours[big], reference[big], rtol=1e-10)
     assert np.all(ours[~big] < 1e-270)
+
+
+def _neighbour_pair(n, q, k, tail_mass, fft_delta_error=0.0):
+    """The exact profile of ``k`` ones among the ``n - 1`` others (FFT only within ``fft_delta_error``)."""
+    return count_pair(n - 1 - k, k, q, tail_mass, fft_delta_error).profile()
 
 
 def _profiles_equal(first, second):
@@ -155,28 +155,57 @@ def test_direct_hockey_stick_equals_the_profile(n, q, data, epsilon):
     """The threshold checks' direct sum against the sorted-loss profile of the same pair."""
     first = data.draw(st.integers(0, (n - 1) // 2))
     last = data.draw(st.integers(first, (n - 1) // 2))
-    pair = _block_counts(n, q, first, last, 1e-30, 1e-14)
+    pair = block_pair(n, q, first, last, 1e-30, 1e-14)
     exact = pair.profile().delta(epsilon)
     assert abs(pair.delta_at(epsilon) - exact) <= 1e-12 * exact + 1e-17
 
 
 @settings(max_examples=60, deadline=None)
-@given(half=st.integers(2, 10**9), data=st.data())
-def test_predicted_blocks_cover_every_neighbour_but_the_seeds_exactly_once(half, data):
-    seeds = _seed_ks(half)
-    values = np.array([[data.draw(st.floats(0.0, 1.0))] for _ in seeds])
-    growth = np.array([data.draw(st.floats(1.0, 2.0))])
-    settle = np.array([data.draw(st.floats(1e-300, 2.0))])
-    blocks = _predicted_blocks(half, seeds, values, growth, settle)
-    assert len(blocks) <= 2049
-    covered = 0
-    expected_first = None
-    seed_set = set(seeds)
-    for first, last in blocks:
+@given(half=st.integers(0, 3000), data=st.data())
+def test_cover_offers_every_neighbour_to_exactly_one_settled_block_or_seed(half, data):
+    """Whatever the blocks' outcomes, the settled blocks and the seeds partition ``0..half``."""
+    covered = np.zeros(half + 1, dtype=int)
+    outcomes = data.draw(st.lists(st.booleans(), min_size=1, max_size=50))
+    attempts = [0]
+
+    def attempt(first, last):
         assert 0 <= first <= last <= half
-        if expected_first is not None:  # consecutive, skipping only seeds
-            assert all(k in seed_set for k in range(expected_first, first)) if first - expected_first < 100 else True
-            assert first >= expected_first
-        covered += last - first + 1 - sum(first <= k <= last for k in seeds if first <= k <= last)
-        expected_first = last + 1
-    assert covered == half + 1 - len(seed_set)
+        settled = first == last or outcomes[attempts[0] % len(outcomes)]
+        attempts[0] += 1
+        if settled:
+            covered[first : last + 1] += 1
+        return settled
+
+    cover(half, attempt)
+    assert np.all(covered == 1)
+    assert set(seed_ks(half)) <= set(range(half + 1))
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(2, 5000), q=st.floats(0.002, 0.45), data=st.data())
+def test_pair_searches_equal_the_whole_support_evaluation(n, q, data):
+    """The dot-product searches (large pairs) against the same pair convolved in full (small pairs)."""
+    k = data.draw(st.integers(0, n - 1))
+    whole = CountPair(n - 1 - k, k, q, 1e-30)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("privsum.bitsum._rr_pairs._FULL_PAIR_WORK", 0)
+        searched = CountPair(n - 1 - k, k, q, 1e-30)
+    for epsilon in (0.0, 0.01, 0.2, 1.0, 4.0):
+        exact = whole.delta_at(epsilon)
+        assert abs(searched.delta_at(epsilon) - exact) <= 1e-9 * exact + 1e-17
+    for delta in (1e-2, 1e-6, 1e-12):
+        exact = whole.epsilon(delta)
+        assert abs(searched.epsilon(delta) - exact) <= 1e-9 * exact + 1e-12
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(2, 3000), q=st.floats(0.002, 0.45), data=st.data())
+def test_pair_epsilon_is_the_reference_profiles(n, q, data):
+    """One pair's exact inverse against the sorted-loss profile of the reference module."""
+    k = data.draw(st.integers(0, n - 1))
+    pair = CountPair(n - 1 - k, k, q, 1e-30)
+    reference = rr_profile(n, q, k, tail_mass=1e-30)
+    for delta in (1e-3, 1e-6, 1e-9, 1e-12):
+        expected = reference.epsilon(delta)
+        assert abs(pair.epsilon(delta) - expected) <= 1e-9 * expected + 1e-12
+        assert pair.delta_at(pair.epsilon(delta)) <= delta

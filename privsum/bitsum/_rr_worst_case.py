@@ -1,0 +1,335 @@
+"""The worst case of shuffled randomized response over every neighbour, by covering blocks of neighbours.
+
+With ``k`` ones among the ``n - 1`` other users the count view is the pair of `CountPair`
+(``zeros = n-1-k``, ``ones = k``). Privacy needs the maximum over every ``k`` and both
+directions; the symmetry ``k <-> n-1-k`` (reflect the count, swap the directions) leaves
+``k <= (n-1)/2`` with both directions.
+
+Block bound (proved). For ``k`` in ``[a, a + m]`` write ``n-1-k = (n-1-a-m) + (a+m-k)`` and
+``k = a + (k-a)``: the others' count is that of ``a`` ones and ``n-1-a-m`` zeros plus an independent
+count of the remaining ``m`` users. Adding an independent variable is a Markov kernel applied to
+both distributions of the pair, and the hockey-stick divergence is an f-divergence, so by the
+data-processing inequality ``delta_k(e) <= delta'_a(e)`` for every ``e``, both directions, where
+``delta'`` is the pair of ``n - m`` users with ``a`` ones among the others. One pair bounds a block.
+
+The scans below evaluate a few neighbours exactly (``0``, ``(n-1)/2`` and a geometric sequence in
+between), then cover the remaining ones by blocks from ``k = 0`` upwards, doubling a block's size
+after it is settled by its bound and halving it otherwise; a single neighbour is evaluated
+exactly. Every neighbour is covered by a settled block or an exact evaluation, so the results
+are upper bounds on the exact maximum, and their slack above it is the settle rule's.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from privsum.bitsum._rr_pairs import CountPair, count_pair
+
+__all__ = ["meets_target", "worst_case_deltas", "worst_case_epsilon", "worst_case_samples"]
+
+
+class _ViolationError(Exception):
+    """An exactly evaluated neighbour above the threshold (ends a threshold scan early)."""
+
+    def __init__(self, k: int, value: float) -> None:
+        super().__init__(k, value)
+        self.k, self.value = k, value
+
+
+def block_pair(n_users: int, flip: float, first: int, last: int, tail_mass: float, fft_delta_error: float = 0.0) -> CountPair:
+    """A pair dominating every neighbour ``k`` in ``first..last`` (exact when ``first == last``)."""
+    return count_pair(n_users - 1 - last, first, flip, tail_mass, fft_delta_error)
+
+
+def coin_block_pair(
+    n_users: int, flip: float, first: int, last: int, tail_mass: float, fft_delta_error: float = 0.0
+) -> tuple[CountPair, float]:
+    """A pair dominating every neighbour in ``first..last`` that keeps part of the dropped users' noise.
+
+    Returns the pair and an extra delta to add to its profile. Each report of the ``m = last - first``
+    users the block bound drops is a mixture: with probability ``2q`` a fair coin, otherwise the
+    user's bit (``Bern(q) = (1-2q) delta_0 + 2q Bern(1/2)``, ``Bern(1-q)`` likewise). Given which
+    of them are coins (``S`` of them, ``S ~ Bin(m, 2q)``, whatever ``k``), the count is that of the
+    block bound's pair plus ``Bin(S, 1/2)`` plus a known shift; the hockey-stick divergence is
+    jointly convex, so every neighbour's delta is at most ``E[h(S)]``, ``h(s)`` the delta of the
+    pair with ``s`` coins, which falls with ``s`` (more independent noise). With ``s0`` such that
+    ``P(S < s0) <= tail_mass`` (Bernstein), ``E[h(S)] <= h(s0) + tail_mass``.
+    """
+    users = last - first
+    mean, variance = users * 2.0 * flip, users * 2.0 * flip * (1.0 - 2.0 * flip)
+    log_term = math.log(1.0 / tail_mass)
+    radius = log_term / 3.0 + math.sqrt((log_term / 3.0) ** 2 + 2.0 * variance * log_term)
+    coins = max(0, math.ceil(mean - radius))  # P(S < coins) <= exp(-radius^2 / (2 (var + radius/3))) = tail
+    pair = count_pair(n_users - 1 - last, first, flip, tail_mass, fft_delta_error, coins)
+    return pair, (tail_mass if coins else 0.0)
+
+
+def seed_ks(half: int) -> list[int]:
+    """Neighbours evaluated exactly before any block: ``0``, ``half`` and a geometric sequence between."""
+    if half <= 0:
+        return [0]
+    return sorted({0, half, *np.unique(np.geomspace(1, half, 24).astype(int)).tolist()})
+
+
+class _OutOfWorkError(Exception):
+    """The work budget ran out before the block starting at ``first`` (neighbours below it are covered)."""
+
+    def __init__(self, first: int) -> None:
+        super().__init__(first)
+        self.first = first
+
+
+class _Work:
+    """A budget of binomial-window points over the pairs a scan evaluates (``None``: unlimited)."""
+
+    def __init__(self, budget: float | None) -> None:
+        self.left = math.inf if budget is None else budget
+
+    def spend(self, first: int, points: int) -> None:
+        if self.left < points:
+            raise _OutOfWorkError(first)
+        self.left -= points
+
+
+def cover(half: int, attempt: Callable[[int, int], bool], *, seeds: list[int] | None = None) -> None:
+    """Offer ``attempt(first, last)`` blocks until every ``k`` in ``0..half`` is in a settled one.
+
+    The seeds (`seed_ks` by default) come first, one at a time (an attempt on a single neighbour
+    evaluates it exactly and must return True); then blocks from ``0`` upwards between the seeds.
+    Each block is a factor larger than the last settled one; a block that does not settle is
+    retried at the last settled size and the factor shrinks (towards 1.1; it grows back, up to 2,
+    with each settled block), so that sizes track the largest that settles.
+    """
+    seeds = sorted(set(seed_ks(half) if seeds is None else seeds) | {half + 1})
+    for k in seeds[:-1]:
+        attempt(k, k)
+    size, settled, growth = 1, 1, 2.0
+    first = 0
+    for stop in seeds:
+        while first < stop:
+            last = min(first + size - 1, stop - 1)
+            if attempt(first, last):
+                settled = last - first + 1
+                size = max(settled + 1, int(settled * growth))
+                growth = min(2.0, growth * 1.2)
+                first = last + 1
+            else:
+                growth = max(1.1, math.sqrt(growth))
+                size = max(1, min(settled, (last - first + 1) // 2))
+        first = stop + 1  # past the seed
+
+
+def meets_target(n_users: int, flip: float, epsilon: float, threshold: float, *, tail_mass: float) -> tuple[bool, int, float]:
+    """Whether every neighbour's delta at ``epsilon`` is at most ``threshold``.
+
+    Returns ``(meets, k, bound)``: when it does not, a violating ``k`` and its delta; when it
+    does, an upper bound on every neighbour's delta at ``epsilon`` (the largest of the settled
+    blocks' bounds and exactly evaluated neighbours), at most ``threshold``.
+    """
+    largest = 0.0
+
+    def attempt(first: int, last: int) -> bool:
+        nonlocal largest
+        value = block_pair(n_users, flip, first, last, tail_mass).delta_at(epsilon)
+        if value <= threshold:
+            largest = max(largest, value)
+            return True
+        if first == last:
+            raise _ViolationError(first, value)
+        return False
+
+    try:
+        cover((n_users - 1) // 2, attempt)
+    except _ViolationError as violation:
+        return False, violation.k, violation.value
+    return True, 0, largest
+
+
+def worst_case_epsilon(
+    n_users: int, flip: float, delta: float, *, rtol: float, tail_mass: float, work: float | None = None
+) -> float:
+    """An upper bound on ``max_k epsilon_k(delta)``, at most ``rtol`` (relative) above it within ``work``.
+
+    Neighbours evaluated exactly give ``lower``, the largest exact epsilon. A block settles when
+    its bound's delta at ``lower`` meets ``delta`` (its epsilon is at most ``lower``), or at
+    ``lower (1 + rtol)`` (which then joins the result). Blocks are bounded by `coin_block_pair`
+    (which is `block_pair` for blocks too small to keep any coin).
+
+    With a ``work`` budget (binomial-window points over the pairs evaluated) only ``k = 0`` is
+    seeded, the scan goes up from it (where the largest epsilons are) and, once half of the
+    budget is spent, settles blocks within `_LOOSE_RTOL` of ``lower`` instead of ``rtol``; should
+    the budget run out with the neighbours from some ``k`` on still to cover, those are covered by
+    `_COARSE_BLOCKS` equal coin blocks whose exact epsilons join the result. Always an upper bound;
+    its slack above the maximum is ``rtol`` when the budget suffices, else up to about a percent.
+    """
+    lower = 0.0
+    upper = 0.0
+    budget = _Work(work)
+    loose_after = -math.inf if work is None else budget.left * 0.5  # budget left when the loose rtol starts
+    half = (n_users - 1) // 2
+
+    def attempt(first: int, last: int) -> bool:
+        nonlocal lower, upper
+        if first == last:
+            pair = block_pair(n_users, flip, first, last, tail_mass)
+            budget.spend(first, pair.width)
+            lower = max(lower, pair.epsilon(delta))
+            return True
+        pair, extra = coin_block_pair(n_users, flip, first, last, tail_mass)
+        budget.spend(first, pair.width)
+        if not math.isfinite(lower):
+            return True  # the result is infinite anyway
+        if pair.delta_at(lower) + extra <= delta:
+            return True
+        threshold = lower * (1.0 + (max(rtol, _LOOSE_RTOL) if budget.left <= loose_after else rtol))
+        if pair.delta_at(threshold) + extra <= delta:
+            upper = max(upper, threshold)  # the block's epsilon is at most the threshold
+            return True
+        return False
+
+    try:
+        cover(half, attempt, seeds=None if work is None else [0])
+    except _OutOfWorkError as stop:
+        upper = max(upper, _coarse_epsilon(n_users, flip, delta, stop.first, half))
+    return max(lower, upper)
+
+
+# Relative slack of blocks settled after a third of a budgeted scan's work.
+_LOOSE_RTOL = 1e-3
+# Blocks covering what a budgeted scan left, their pairs' tail mass and FFT error, as shares of delta.
+_COARSE_BLOCKS = 10
+_COARSE_TAIL_SHARE = 1e-5
+_COARSE_FFT_SHARE = 1e-3
+
+
+def _coarse_blocks(first: int, half: int) -> list[tuple[int, int]]:
+    """`_COARSE_BLOCKS` (or fewer) equal blocks covering ``first..half``."""
+    edges = np.unique(np.linspace(first, half + 1, _COARSE_BLOCKS + 1).round().astype(np.int64))
+    return [(int(start), int(stop) - 1) for start, stop in itertools.pairwise(edges)]
+
+
+def _coarse_epsilon(n_users: int, flip: float, delta: float, first: int, half: int) -> float:
+    """The largest epsilon of the coin blocks of `_coarse_blocks` covering ``first..half``."""
+    tail = _COARSE_TAIL_SHARE * delta
+    largest = 0.0
+    for start, last in _coarse_blocks(first, half):
+        pair, extra = coin_block_pair(n_users, flip, start, last, tail, _COARSE_FFT_SHARE * delta)
+        largest = max(largest, pair.epsilon(delta - extra))
+    return largest
+
+
+def worst_case_deltas(
+    n_users: int,
+    flip: float,
+    epsilons: np.ndarray,
+    *,
+    rtol: float,
+    atol: float,
+    tail_mass: float,
+    fft_delta_error: float = 0.0,
+) -> tuple[np.ndarray, int]:
+    """Upper bounds on ``max_k delta_k`` at each epsilon, each at most ``rtol`` (relative) plus ``atol`` above it.
+
+    Returns the bounds and the last exactly evaluated ``k`` that raised the largest exact delta
+    at some epsilon.
+    """
+    lower = np.zeros(epsilons.size)
+    upper = np.zeros(epsilons.size)
+    worst_k = 0
+
+    def attempt(first: int, last: int) -> bool:
+        nonlocal lower, upper, worst_k
+        values = block_pair(n_users, flip, first, last, tail_mass, fft_delta_error).deltas(epsilons)
+        if first == last:
+            if np.any(values > lower):
+                worst_k = first
+            lower = np.maximum(lower, values)
+        elif not np.all(values <= lower * (1.0 + rtol) + atol):
+            return False
+        upper = np.maximum(upper, values)
+        return True
+
+    cover((n_users - 1) // 2, attempt)
+    return np.maximum(upper, lower), worst_k
+
+
+def worst_case_samples(
+    n_users: int,
+    flip: float,
+    epsilons: np.ndarray,
+    *,
+    stretch: float,
+    rtol: float,
+    atol: float,
+    tail_mass: float,
+    fft_delta_error: float = 0.0,
+    work: float | None = None,
+) -> np.ndarray:
+    """Upper bounds ``u_i`` on ``m(epsilons[i])``, ``m(e) = max_k delta_k(e)``, with little slack above it.
+
+    ``epsilons`` must be increasing. Each ``u_i`` is at most ``max(m(e_i / stretch),
+    m(e_i) (1 + rtol), atol)``: the slack is mostly horizontal (the exact maximum at an epsilon
+    smaller by the factor ``stretch``, the natural scale of a block bound, which acts like fewer
+    users), with a relative ``rtol`` where epsilon is near 0. A block settles when its bound
+    (`coin_block_pair`) is within that level of the largest exactly evaluated neighbours at every
+    ``e_i``. Blocks are evaluated only up to the first epsilon ``e_J`` where the exact neighbours
+    are below ``atol / 10``: a block settles only if its bound there is at most ``atol``, and
+    since every delta curve is non-increasing that bounds its values beyond too (they enter the
+    result as the largest such bound).
+
+    With a ``work`` budget (as in `worst_case_epsilon`) only ``k = 0`` is seeded, and neighbours
+    left when it runs out are covered by `_COARSE_BLOCKS` coin blocks: their bounds join the
+    result (still upper bounds, with up to about a percent of slack).
+    """
+    both = np.concatenate([epsilons, epsilons / stretch])
+    size = epsilons.size
+    lower, lower_shrunk = np.zeros(size), np.zeros(size)
+    upper = np.zeros(size)
+    beyond = 0.0  # the largest settled block's bound at the last evaluated epsilon
+    stop = None  # blocks are evaluated at epsilons[:stop], fixed at the first block
+    budget = _Work(work)
+    half = (n_users - 1) // 2
+
+    def settle(values: np.ndarray) -> None:
+        nonlocal upper, beyond
+        upper[:stop] = np.maximum(upper[:stop], values)
+        beyond = max(beyond, float(values[-1]))
+
+    def attempt(first: int, last: int) -> bool:
+        nonlocal lower, lower_shrunk, upper, stop
+        if first == last:
+            pair = block_pair(n_users, flip, first, last, tail_mass, fft_delta_error)
+            budget.spend(first, pair.width)
+            values = pair.deltas(both)
+            lower = np.maximum(lower, values[:size])
+            lower_shrunk = np.maximum(lower_shrunk, values[size:])
+            upper = np.maximum(upper, values[:size])
+            return True
+        if stop is None:  # the first epsilon where the exact neighbours so far are all below atol / 10
+            small = np.flatnonzero(lower <= atol / 10)
+            stop = int(small[0]) + 1 if small.size else size
+        pair, extra = coin_block_pair(n_users, flip, first, last, tail_mass, fft_delta_error)
+        budget.spend(first, pair.width)
+        values = pair.deltas(epsilons[:stop]) + extra
+        level = np.maximum(np.maximum(lower_shrunk[:stop], lower[:stop] * (1.0 + rtol)), atol)
+        if not (np.all(values <= level) and values[-1] <= atol):
+            return False
+        settle(values)
+        return True
+
+    try:
+        cover(half, attempt, seeds=None if work is None else [0])
+    except _OutOfWorkError as out:
+        if stop is None:
+            small = np.flatnonzero(lower <= atol / 10)
+            stop = int(small[0]) + 1 if small.size else size
+        for first, last in _coarse_blocks(out.first, half):
+            pair, extra = coin_block_pair(n_users, flip, first, last, tail_mass, max(fft_delta_error, atol / 2))
+            settle(pair.deltas(epsilons[:stop]) + extra)
+    if stop is not None:
+        upper[stop:] = np.maximum(upper[stop:], beyond)
+    return upper

@@ -1,0 +1,124 @@
+"""RR's worst case over every neighbour with a work budget, coin block bounds and exact envelope composition.
+
+Deterministic (no randomness): every bound is checked against the all-``k`` brute force
+(`privsum.bitsum.exact.rr_profile` for each ``k``) on crowds small enough to visit every neighbour.
+"""
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from privsum.accounting import ComposedEvent
+from privsum.accounting.pld import PLDPair
+from privsum.bitsum import RRBitSum
+from privsum.bitsum import rr as rr_module
+from privsum.bitsum._rr_worst_case import coin_block_pair, worst_case_epsilon, worst_case_samples
+from privsum.bitsum.exact import rr_profile, rr_worst_case_delta
+from privsum.kde.protocol import _gaussian_flip_estimate
+
+
+def _brute_epsilon(n, q, delta):
+    return max(rr_profile(n, q, k, tail_mass=1e-30).epsilon(delta) for k in range(n))
+
+
+@settings(max_examples=12, deadline=None)
+@given(n=st.integers(40, 160), q=st.floats(0.01, 0.45), data=st.data())
+def test_coin_block_bound_dominates_every_neighbour_of_its_block(n, q, data):
+    first = data.draw(st.integers(0, n - 2))
+    last = data.draw(st.integers(first + 1, n - 1))
+    pair, extra = coin_block_pair(n, q, first, last, 1e-12)
+    bound = pair.profile()
+    grid = np.linspace(0.0, math.log((1 - q) / q), 60)
+    for k in range(first, last + 1):
+        exact = rr_profile(n, q, k, tail_mass=1e-30).delta(grid)
+        assert np.all(bound.delta(grid) + extra >= exact * (1 - 1e-12) - 1e-15)
+
+
+def test_coin_block_keeps_noise_the_plain_block_bound_drops():
+    n, q, first, last = 20_000, 0.25, 100, 3_100
+    pair, extra = coin_block_pair(n, q, first, last, 1e-20)
+    plain = rr_module.count_pair(n - 1 - last, first, q, 1e-20)
+    assert pair.epsilon(1e-8 - extra) < plain.epsilon(1e-8)  # tighter
+    assert pair.epsilon(1e-8 - extra) >= _exact_at(n, q, first, 1e-8)  # and still above the block's first neighbour
+
+
+def _exact_at(n, q, k, delta):
+    return rr_module.count_pair(n - 1 - k, k, q, 1e-20).epsilon(delta)
+
+
+@settings(max_examples=12, deadline=None)
+@given(n=st.integers(20, 150), q=st.floats(0.01, 0.45), log_delta=st.floats(-10, -3), work=st.floats(50, 5000))
+def test_budgeted_epsilon_is_an_upper_bound(n, q, log_delta, work):
+    """Tiny budgets force the loose phase and the coarse coin blocks: never below the brute force.
+
+    (Their slack on so few users can be several percent: a coarse block is a tenth of the users.)
+    """
+    delta = 10.0**log_delta
+    brute = _brute_epsilon(n, q, delta)
+    budgeted = worst_case_epsilon(n, q, delta, rtol=1e-9, tail_mass=1e-30, work=work)
+    assert budgeted >= brute * (1 - 1e-9) - 1e-12
+    assert budgeted <= brute * 1.25 + 1e-12
+
+
+def test_ample_budget_is_exact_and_a_large_crowd_stays_within_its_slack():
+    n, q, delta = 300, 0.2, 1e-7
+    exact = worst_case_epsilon(n, q, delta, rtol=1e-9, tail_mass=1e-30)
+    assert worst_case_epsilon(n, q, delta, rtol=1e-9, tail_mass=1e-30, work=1e9) == exact
+    # 10^5 users at q = 1/4: the headline's budget suffices for the 1e-9 worst case
+    exact_at_scale = rr_module.rr_worst_case_epsilon(100_000, 0.25, 1e-8)
+    assert abs(rr_module._headline_epsilon(100_000, 0.25, 1e-8) / exact_at_scale - 1) <= 1e-9
+    # 560,000 users: within the loose phase's 1e-3 (the exact maximum is 0.0062207037)
+    headline = rr_module._headline_epsilon(560_000, 0.25, 1e-8)
+    assert 0.0062207037 <= headline <= 0.0062207037 * (1 + 1.1e-3)
+
+
+@settings(max_examples=8, deadline=None)
+@given(n=st.integers(20, 150), q=st.floats(0.02, 0.45), work=st.floats(100, 3000))
+def test_budgeted_samples_bound_the_maximum_over_every_neighbour(n, q, work):
+    grid = np.linspace(0.0, math.log((1 - q) / q), 80)
+    samples = worst_case_samples(n, q, grid, stretch=1.0025, rtol=5e-3, atol=1e-14, tail_mass=1e-20, work=work)
+    exact = rr_worst_case_delta(n, q, grid)
+    assert np.all(samples >= exact - 1e-13)
+
+
+def test_guarantee_is_the_events_headline_and_needs_no_profile():
+    protocol = RRBitSum(n_users=5_000, flip_probability=0.08, delta=1e-7)
+    headline = protocol.guarantee
+    assert "event" not in protocol.__dict__  # the headline alone builds no profile
+    assert protocol.event.guarantee == headline
+    assert rr_worst_case_delta(5_000, 0.08, headline.epsilon)[0] <= 1e-7 * (1 + 1e-9)
+
+
+def test_envelope_composes_exactly_at_its_own_step():
+    """On its power-of-two grid the envelope's losses are exact: finer grids give the same composition."""
+    event = RRBitSum(n_users=3_000, flip_probability=0.1, delta=1e-8).event
+    step = event.native_discretization
+    assert step == 2.0**-10
+    composed = ComposedEvent(event, 50)
+    native = composed.pld(step).epsilon(1e-6)
+    finer = composed.pld(step / 16).epsilon(1e-6)
+    rounded = composed.pld(1e-4).epsilon(1e-6)  # losses rounded up to another grid: pessimistic
+    assert abs(native - finer) <= 1e-9 * native + step / 16  # only the headline atom may round differently
+    assert native <= rounded + 1e-12
+    assert composed.epsilon(1e-6) == native  # an event's own epsilon uses its native step
+
+
+def test_symmetric_envelope_has_one_pld_for_both_directions():
+    event = RRBitSum(n_users=2_000, flip_probability=0.1, delta=1e-8).event
+    pld = PLDPair.from_profile(event.profile, discretization=event.native_discretization)
+    assert pld.forward is pld.backward
+
+
+def test_gaussian_start_is_near_the_calibrated_flip():
+    n, count, epsilon, delta = 40_000, 768, 2.0, 1e-6
+    estimate = _gaussian_flip_estimate(epsilon, delta, n, count)
+    assert 0 < estimate < 0.5
+    from privsum.kde import ShuffledKDE
+    from privsum.lsq import RandomFourierFeatures
+
+    family = RandomFourierFeatures(dimension=768, n_repetitions=768, seed=0)
+    kde = ShuffledKDE.from_privacy(family=family, protocol="rr", epsilon=epsilon, delta=delta, n_users=n)
+    assert kde.guarantee.epsilon <= epsilon and kde.guarantee.epsilon >= epsilon * (1 - 2.1e-3)
+    assert abs(kde.bitsum.flip_probability / estimate - 1) < 0.05

@@ -73,7 +73,7 @@ def clear_caches() -> None:
     clear_calibration_cache()
     rr._neighbour_counts.cache_clear()
     rr._binomial_window.cache_clear()
-    exact._truncated_nb_cached.cache_clear()
+    exact._NB_CACHE.cache_clear()
     protocol._composed_guarantee.cache_clear()
 
 

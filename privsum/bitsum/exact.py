@@ -17,12 +17,14 @@ Truncated tails are always counted as infinite privacy loss, so every profile is
 
 from __future__ import annotations
 
-import functools
 import math
+import threading
+from collections import OrderedDict
 
 import numpy as np
 from scipy import signal, stats
 
+from privsum._negative_binomial import truncated_negative_binomial
 from privsum._validation import check_integer, check_probability, check_real, invalid
 from privsum.accounting.guarantee import Neighbouring
 from privsum.accounting.profile import PrivacyProfile
@@ -45,6 +47,8 @@ _RR_REANCHOR_EVERY = 128
 _NEGLIGIBLE = 1e-250
 # Longest pmf an exact signed-count profile builds (work and memory are linear in it).
 _MAX_PMF_LENGTH = 50_000_000
+# Truncated negative-binomial pmfs kept for reuse (calibrations evaluate the same flooding often).
+_PMF_CACHE_BYTES = 64 * 2**20
 
 
 def _flip_probability(value: float, owner: str) -> float:
@@ -356,22 +360,70 @@ def _plus_geometric(pmf: np.ndarray, ratio: float, tail_mass: float) -> tuple[np
 
 
 def _truncated_nb(shape: float, ratio: float, tail_mass: float) -> tuple[np.ndarray, float]:
-    """pmf of ``NB(shape, ratio)`` up to its ``1 - tail_mass`` quantile (read-only, cached) and the dropped mass."""
-    return _truncated_nb_cached(float(shape), float(ratio), float(tail_mass))
+    """pmf of ``NB(shape, ratio)`` on ``0..L`` (read-only, cached) and an upper bound ``<= tail_mass`` on ``P(X > L)``.
+
+    `privsum._negative_binomial.truncated_negative_binomial`: the values are accurate to a relative
+    ``1e-12``, and the bound on the dropped mass holds up to that accuracy.
+    """
+    key = (float(shape), float(ratio), float(tail_mass))
+    cached = _NB_CACHE.get(key)
+    if cached is None:
+        cached = _NB_CACHE.put(key, _truncated_nb_uncached(*key))
+    return cached
 
 
-@functools.lru_cache(maxsize=32)
-def _truncated_nb_cached(shape: float, ratio: float, tail_mass: float) -> tuple[np.ndarray, float]:
+def _truncated_nb_uncached(shape: float, ratio: float, tail_mass: float) -> tuple[np.ndarray, float]:
     if shape == 0.0 or ratio == 0.0:
-        return np.array([1.0]), 0.0
-    distribution = stats.nbinom(shape, 1.0 - ratio)
-    last = int(distribution.isf(tail_mass)) + 1
-    if not last < _MAX_PMF_LENGTH:
-        expected = f"small enough for a pmf of at most {_MAX_PMF_LENGTH} points"
-        raise invalid("flooding_ratio", "signed_count_profile", expected, ratio)
-    pmf = distribution.pmf(np.arange(last + 1))  # one vectorised call, accurate in relative terms
+        pmf, dropped = np.array([1.0]), 0.0
+    else:
+        truncated = truncated_negative_binomial(shape, ratio, tail_mass, _MAX_PMF_LENGTH)
+        if truncated is None:
+            expected = f"small enough for a pmf of at most {_MAX_PMF_LENGTH} points"
+            raise invalid("flooding_ratio", "signed_count_profile", expected, ratio)
+        pmf, dropped = truncated
     pmf.setflags(write=False)
-    return pmf, float(distribution.sf(last))
+    return pmf, dropped
+
+
+class _PmfCache:
+    """Least-recently-used truncated pmfs, at most ``max_bytes`` of arrays in all (larger ones are not kept)."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[tuple[float, float, float], tuple[np.ndarray, float]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[float, float, float]) -> tuple[np.ndarray, float] | None:
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+            return found
+
+    def put(self, key: tuple[float, float, float], value: tuple[np.ndarray, float]) -> tuple[np.ndarray, float]:
+        size = value[0].nbytes
+        if size > self.max_bytes // 4:
+            return value
+        with self._lock:
+            if key not in self._entries:
+                self._entries[key] = value
+                self._bytes += size
+            while self._bytes > self.max_bytes:
+                _, (dropped, _) = self._entries.popitem(last=False)
+                self._bytes -= dropped.nbytes
+        return value
+
+    def cache_clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+_NB_CACHE = _PmfCache(_PMF_CACHE_BYTES)
 
 
 def _two_count_pmf(noise: np.ndarray, flooding: np.ndarray) -> np.ndarray:

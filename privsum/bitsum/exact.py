@@ -35,6 +35,7 @@ __all__ = [
     "rr_profile",
     "rr_worst_case_delta",
     "signed_count_delta",
+    "signed_count_dominating_profile",
     "signed_count_profile",
     "signed_count_profile_grid",
 ]
@@ -300,6 +301,70 @@ def signed_count_delta(
     forward = float(w[0]) + float(np.maximum(later - (scale * p) * earlier, 0.0).sum()) + w_tail
     backward = max(0.0, 1.0 - scale * p) + float(np.maximum(p * earlier - scale * later, 0.0).sum()) + p * (float(w[-1]) + w_tail)
     return max(forward, backward) / (1.0 + p)
+
+
+def signed_count_dominating_profile(
+    noise_shape: float,
+    noise_ratio: float,
+    flooding_shape: float,
+    flooding_ratio: float,
+    *,
+    tail_mass: float = 1e-15,
+    max_exact_support: int = 250_000,
+) -> PrivacyProfile:
+    """A pair dominating the two-count view of `signed_count_profile` for any noise shape, fast.
+
+    ``noise_shape = 1``: the exact one-dimensional pair. Otherwise the exact two-dimensional pair
+    (`signed_count_profile_grid`) when its grid has at most ``max_exact_support`` points, and else
+    the exact pair of the same view with **geometric** noise of ratio ``a = noise_ratio *
+    min(1, noise_shape)``, which dominates it: the pmf ratios ``P(X = k)/P(X = k - 1) = p (k - 1 +
+    r)/k`` of ``X ~ NB(r, p)`` are all at least ``a``, so ``(1 - a t) / (1 - a)`` times the
+    probability generating function of ``X`` has non-negative coefficients: ``X = G + Z`` with
+    ``G ~ NB(1, a)`` and ``Z >= 0`` independent. The view ``(S + X1 + X3, X2 + X3)`` is then the
+    view with ``G1, G2`` in place of ``X1, X2``, plus the independent ``(Z1, Z2)``: a
+    post-processing, so its hockey-stick divergences are at most those of the geometric pair, in
+    both directions.
+
+    This is what fewer participants than calibrated need (shares ``r m/n < 1``): the exact grid
+    grows like the square of the noise's spread (seconds to minutes), the bound costs
+    milliseconds. At ``n = 1000`` users and 900 participants it reports epsilon ``1.108`` against
+    the exact ``1.100`` (calibrated for ``1.0``), and ``0.187`` against ``0.103`` (calibrated for
+    ``0.076``); the tests check that it dominates the exact grid.
+
+    Args:
+        noise_shape: total shape ``r > 0`` of each of ``X1`` and ``X2``.
+        noise_ratio: their ratio ``p`` in ``(0, 1)``.
+        flooding_shape: total shape ``r' >= 0`` of the flooding pairs ``X3``.
+        flooding_ratio: their ratio ``p'`` in ``[0, 1)``.
+        tail_mass: the mass dropped from each variable's upper tail (counted as infinite loss).
+        max_exact_support: the largest exact grid computed.
+
+    Privacy:
+        Replace-one; an upper bound on the profile of the view (exact for ``noise_shape = 1``
+        and for small grids), tails counted as infinite loss.
+
+    Examples:
+        >>> bound = signed_count_dominating_profile(0.9, math.exp(-0.5), 20.0, math.exp(-0.02), max_exact_support=0)
+        >>> exact = signed_count_profile_grid(0.9, math.exp(-0.5), 20.0, math.exp(-0.02))
+        >>> bool(bound.delta(0.6) >= exact.delta(0.6))
+        True
+    """
+    owner = "signed_count_dominating_profile"
+    noise_shape = check_real(noise_shape, "noise_shape", owner, low=0.0, low_open=True)
+    noise_ratio = check_probability(noise_ratio, "noise_ratio", owner, allow_zero=False)
+    max_exact_support = check_integer(max_exact_support, "max_exact_support", owner, low=0)
+    if noise_shape != 1.0:
+        tail_mass = check_real(tail_mass, "tail_mass", owner, low=0.0, high=1e-3, low_open=True)
+        noise, _ = _truncated_nb(noise_shape, noise_ratio, tail_mass)
+        flooding, _ = _truncated_nb(
+            check_real(flooding_shape, "flooding_shape", owner, low=0.0),
+            check_probability(flooding_ratio, "flooding_ratio", owner),
+            tail_mass,
+        )
+        if (flooding.size + noise.size) * (2 * noise.size + 1) <= max_exact_support:
+            return signed_count_profile_grid(noise_shape, noise_ratio, flooding_shape, flooding_ratio, tail_mass=tail_mass)
+    geometric_ratio = noise_ratio * min(1.0, noise_shape)
+    return signed_count_profile(1.0, geometric_ratio, flooding_shape, flooding_ratio, tail_mass=tail_mass)
 
 
 def signed_count_profile_grid(

@@ -46,7 +46,12 @@ from privsum.bitsum.base import (
     signed_messages,
     symmetric_noise_half_width,
 )
-from privsum.bitsum.exact import pure_epsilon_bound, signed_count_delta, signed_count_profile
+from privsum.bitsum.exact import (
+    pure_epsilon_bound,
+    signed_count_delta,
+    signed_count_dominating_profile,
+    signed_count_profile,
+)
 from privsum.exceptions import InvalidParameterError
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
@@ -204,7 +209,10 @@ class ThreeNBBitSum(_SignedCounts):
         (the others' bits only shift both datasets' views alike); for ``r = 1`` it is computed by
         an exact one-dimensional reduction (`privsum.bitsum.exact.signed_count_profile`),
         checked against the full two-dimensional grid in the tests. Tails are counted as infinite
-        loss, so the profile is an upper bound.
+        loss, so the profile is an upper bound. Fewer participants than ``n_users`` leave noise of
+        shape ``r m/n < 1``: `event_for_participants` then reports the profile of a dominating
+        pair (`privsum.bitsum.exact.signed_count_dominating_profile`: the exact grid when small,
+        else geometric noise of ratio ``p r m/n``, a post-processing argument).
 
     Utility:
         Unbiased; variance ``2 r p/(1-p)^2`` whatever the true sum. Expected messages per user
@@ -346,7 +354,22 @@ class ThreeNBBitSum(_SignedCounts):
         return ProfileEvent.at_delta(self.profile, self.delta)
 
     def _event_for_fewer(self, n_participants: int) -> PrivacyEvent:
-        return ProfileEvent.at_delta(self._profile_for(n_participants), self.delta)
+        """``(epsilon(delta), delta)`` of a pair dominating the view of ``n_participants < n_users`` users.
+
+        Their noise shares add up to ``NB(r m/n, p)`` with ``r m/n < 1``, whose exact profile needs
+        the two-dimensional grid; `privsum.bitsum.exact.signed_count_dominating_profile` computes
+        it when the grid is small and otherwise bounds it by geometric noise of ratio ``p r m/n``
+        (an upper bound, milliseconds instead of minutes).
+        """
+        share = n_participants / self.n_users
+        profile = signed_count_dominating_profile(
+            self.noise_shape * share,
+            self.noise_ratio,
+            self.flooding_shape * share,
+            self.flooding_ratio,
+            tail_mass=_tail_for(self.delta),
+        )
+        return ProfileEvent.at_delta(profile, self.delta)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -3,7 +3,7 @@
 ``NB(r, a)`` (papers' ratio parameterisation) has ``P(X = k) = Gamma(k + r) / (Gamma(r) k!)
 (1 - a)^r a^k``. ``scipy.stats.nbinom`` is accurate but costs a few milliseconds per call on top
 of the points themselves (freezing, ``isf``, ``sf``), which dominated the 3NB calibrations
-(thousands of flooding pmfs per calibration). `negative_binomial_pmf` evaluates the same
+(thousands of flooding pmfs per calibration). `negative_binomial_pmf_up_to` evaluates the same
 probabilities with Loader's saddle-point form (Loader, "Fast and Accurate Computation of Binomial
 Probabilities", 2000; the method behind R's ``dnbinom``), ``P(X = k) = r/(r + k) dbinom(r; r + k, 1 - a)``::
 
@@ -33,7 +33,7 @@ import numpy as np
 from privsum._binomial import _stirlerr
 
 __all__ = [
-    "negative_binomial_pmf",
+    "negative_binomial_pmf_up_to",
     "negative_binomial_tail_bound",
     "negative_binomial_truncation",
     "truncated_negative_binomial",
@@ -121,7 +121,7 @@ def _log_pmf_at(k: int, shape: float, ratio: float) -> float:
     return stirling - deviance + 0.5 * (math.log(shape) - _LOG_TWO_PI - math.log(k) - math.log(total))
 
 
-def negative_binomial_pmf(shape: float, ratio: float, last: int) -> np.ndarray:
+def negative_binomial_pmf_up_to(shape: float, ratio: float, last: int) -> np.ndarray:
     """``P(X = k)`` for ``k = 0..last`` and ``X ~ NB(shape, ratio)`` (mean ``shape ratio / (1 - ratio)``).
 
     Every 64th value comes from the saddle-point form (see the module docstring), the others from
@@ -139,7 +139,7 @@ def negative_binomial_pmf(shape: float, ratio: float, last: int) -> np.ndarray:
         ``1e-300`` may underflow to zero).
 
     Examples:
-        >>> values = negative_binomial_pmf(1.0, 0.5, 3)
+        >>> values = negative_binomial_pmf_up_to(1.0, 0.5, 3)
         >>> [round(float(v), 12) for v in values]
         [0.5, 0.25, 0.125, 0.0625]
     """
@@ -235,7 +235,7 @@ def truncated_negative_binomial(shape: float, ratio: float, tail_mass: float, ma
     last = negative_binomial_truncation(shape, ratio, tail_mass * _BEYOND_SHARE, max_length - 1)
     if last is None:
         return None
-    pmf = negative_binomial_pmf(shape, ratio, last)
+    pmf = negative_binomial_pmf_up_to(shape, ratio, last)
     beyond = negative_binomial_tail_bound(shape, ratio, last)
     inflation = 1.0 + _PMF_RTOL + pmf.size * 2.3e-16  # relative error of the pmf and of a running sum
     tails = np.cumsum(pmf[:0:-1])[::-1] * inflation + beyond  # tails[j] bounds P(X > j), j = 0..last-1

@@ -17,12 +17,14 @@ Truncated tails are always counted as infinite privacy loss, so every profile is
 
 from __future__ import annotations
 
-import functools
 import math
+import threading
+from collections import OrderedDict
 
 import numpy as np
 from scipy import signal, stats
 
+from privsum._negative_binomial import truncated_negative_binomial
 from privsum._validation import check_integer, check_probability, check_real, invalid
 from privsum.accounting.guarantee import Neighbouring
 from privsum.accounting.profile import PrivacyProfile
@@ -33,6 +35,7 @@ __all__ = [
     "rr_profile",
     "rr_worst_case_delta",
     "signed_count_delta",
+    "signed_count_dominating_profile",
     "signed_count_profile",
     "signed_count_profile_grid",
 ]
@@ -45,6 +48,8 @@ _RR_REANCHOR_EVERY = 128
 _NEGLIGIBLE = 1e-250
 # Longest pmf an exact signed-count profile builds (work and memory are linear in it).
 _MAX_PMF_LENGTH = 50_000_000
+# Truncated negative-binomial pmfs kept for reuse (calibrations evaluate the same flooding often).
+_PMF_CACHE_BYTES = 64 * 2**20
 
 
 def _flip_probability(value: float, owner: str) -> float:
@@ -298,6 +303,70 @@ def signed_count_delta(
     return max(forward, backward) / (1.0 + p)
 
 
+def signed_count_dominating_profile(
+    noise_shape: float,
+    noise_ratio: float,
+    flooding_shape: float,
+    flooding_ratio: float,
+    *,
+    tail_mass: float = 1e-15,
+    max_exact_support: int = 250_000,
+) -> PrivacyProfile:
+    """A pair dominating the two-count view of `signed_count_profile` for any noise shape, fast.
+
+    ``noise_shape = 1``: the exact one-dimensional pair. Otherwise the exact two-dimensional pair
+    (`signed_count_profile_grid`) when its grid has at most ``max_exact_support`` points, and else
+    the exact pair of the same view with **geometric** noise of ratio ``a = noise_ratio *
+    min(1, noise_shape)``, which dominates it: the pmf ratios ``P(X = k)/P(X = k - 1) = p (k - 1 +
+    r)/k`` of ``X ~ NB(r, p)`` are all at least ``a``, so ``(1 - a t) / (1 - a)`` times the
+    probability generating function of ``X`` has non-negative coefficients: ``X = G + Z`` with
+    ``G ~ NB(1, a)`` and ``Z >= 0`` independent. The view ``(S + X1 + X3, X2 + X3)`` is then the
+    view with ``G1, G2`` in place of ``X1, X2``, plus the independent ``(Z1, Z2)``: a
+    post-processing, so its hockey-stick divergences are at most those of the geometric pair, in
+    both directions.
+
+    This is what fewer participants than calibrated need (shares ``r m/n < 1``): the exact grid
+    grows like the square of the noise's spread (seconds to minutes), the bound costs
+    milliseconds. At ``n = 1000`` users and 900 participants it reports epsilon ``1.108`` against
+    the exact ``1.100`` (calibrated for ``1.0``), and ``0.187`` against ``0.103`` (calibrated for
+    ``0.076``); the tests check that it dominates the exact grid.
+
+    Args:
+        noise_shape: total shape ``r > 0`` of each of ``X1`` and ``X2``.
+        noise_ratio: their ratio ``p`` in ``(0, 1)``.
+        flooding_shape: total shape ``r' >= 0`` of the flooding pairs ``X3``.
+        flooding_ratio: their ratio ``p'`` in ``[0, 1)``.
+        tail_mass: the mass dropped from each variable's upper tail (counted as infinite loss).
+        max_exact_support: the largest exact grid computed.
+
+    Privacy:
+        Replace-one; an upper bound on the profile of the view (exact for ``noise_shape = 1``
+        and for small grids), tails counted as infinite loss.
+
+    Examples:
+        >>> bound = signed_count_dominating_profile(0.9, math.exp(-0.5), 20.0, math.exp(-0.02), max_exact_support=0)
+        >>> exact = signed_count_profile_grid(0.9, math.exp(-0.5), 20.0, math.exp(-0.02))
+        >>> bool(bound.delta(0.6) >= exact.delta(0.6))
+        True
+    """
+    owner = "signed_count_dominating_profile"
+    noise_shape = check_real(noise_shape, "noise_shape", owner, low=0.0, low_open=True)
+    noise_ratio = check_probability(noise_ratio, "noise_ratio", owner, allow_zero=False)
+    max_exact_support = check_integer(max_exact_support, "max_exact_support", owner, low=0)
+    if noise_shape != 1.0:
+        tail_mass = check_real(tail_mass, "tail_mass", owner, low=0.0, high=1e-3, low_open=True)
+        noise, _ = _truncated_nb(noise_shape, noise_ratio, tail_mass)
+        flooding, _ = _truncated_nb(
+            check_real(flooding_shape, "flooding_shape", owner, low=0.0),
+            check_probability(flooding_ratio, "flooding_ratio", owner),
+            tail_mass,
+        )
+        if (flooding.size + noise.size) * (2 * noise.size + 1) <= max_exact_support:
+            return signed_count_profile_grid(noise_shape, noise_ratio, flooding_shape, flooding_ratio, tail_mass=tail_mass)
+    geometric_ratio = noise_ratio * min(1.0, noise_shape)
+    return signed_count_profile(1.0, geometric_ratio, flooding_shape, flooding_ratio, tail_mass=tail_mass)
+
+
 def signed_count_profile_grid(
     noise_shape: float,
     noise_ratio: float,
@@ -356,22 +425,70 @@ def _plus_geometric(pmf: np.ndarray, ratio: float, tail_mass: float) -> tuple[np
 
 
 def _truncated_nb(shape: float, ratio: float, tail_mass: float) -> tuple[np.ndarray, float]:
-    """pmf of ``NB(shape, ratio)`` up to its ``1 - tail_mass`` quantile (read-only, cached) and the dropped mass."""
-    return _truncated_nb_cached(float(shape), float(ratio), float(tail_mass))
+    """pmf of ``NB(shape, ratio)`` on ``0..L`` (read-only, cached) and an upper bound ``<= tail_mass`` on ``P(X > L)``.
+
+    `privsum._negative_binomial.truncated_negative_binomial`: the values are accurate to a relative
+    ``1e-12``, and the bound on the dropped mass holds up to that accuracy.
+    """
+    key = (float(shape), float(ratio), float(tail_mass))
+    cached = _NB_CACHE.get(key)
+    if cached is None:
+        cached = _NB_CACHE.put(key, _truncated_nb_uncached(*key))
+    return cached
 
 
-@functools.lru_cache(maxsize=32)
-def _truncated_nb_cached(shape: float, ratio: float, tail_mass: float) -> tuple[np.ndarray, float]:
+def _truncated_nb_uncached(shape: float, ratio: float, tail_mass: float) -> tuple[np.ndarray, float]:
     if shape == 0.0 or ratio == 0.0:
-        return np.array([1.0]), 0.0
-    distribution = stats.nbinom(shape, 1.0 - ratio)
-    last = int(distribution.isf(tail_mass)) + 1
-    if not last < _MAX_PMF_LENGTH:
-        expected = f"small enough for a pmf of at most {_MAX_PMF_LENGTH} points"
-        raise invalid("flooding_ratio", "signed_count_profile", expected, ratio)
-    pmf = distribution.pmf(np.arange(last + 1))  # one vectorised call, accurate in relative terms
+        pmf, dropped = np.array([1.0]), 0.0
+    else:
+        truncated = truncated_negative_binomial(shape, ratio, tail_mass, _MAX_PMF_LENGTH)
+        if truncated is None:
+            expected = f"small enough for a pmf of at most {_MAX_PMF_LENGTH} points"
+            raise invalid("flooding_ratio", "signed_count_profile", expected, ratio)
+        pmf, dropped = truncated
     pmf.setflags(write=False)
-    return pmf, float(distribution.sf(last))
+    return pmf, dropped
+
+
+class _PmfCache:
+    """Least-recently-used truncated pmfs, at most ``max_bytes`` of arrays in all (larger ones are not kept)."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[tuple[float, float, float], tuple[np.ndarray, float]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[float, float, float]) -> tuple[np.ndarray, float] | None:
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+            return found
+
+    def put(self, key: tuple[float, float, float], value: tuple[np.ndarray, float]) -> tuple[np.ndarray, float]:
+        size = value[0].nbytes
+        if size > self.max_bytes // 4:
+            return value
+        with self._lock:
+            if key not in self._entries:
+                self._entries[key] = value
+                self._bytes += size
+            while self._bytes > self.max_bytes:
+                _, (dropped, _) = self._entries.popitem(last=False)
+                self._bytes -= dropped.nbytes
+        return value
+
+    def cache_clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+_NB_CACHE = _PmfCache(_PMF_CACHE_BYTES)
 
 
 def _two_count_pmf(noise: np.ndarray, flooding: np.ndarray) -> np.ndarray:

@@ -35,6 +35,8 @@ __all__ = ["SampledEnvelope", "symmetric_pair_from_samples"]
 
 # Tolerated negative leftover mass (float rounding of the slopes), reported as an error beyond it.
 _MASS_SLACK = 1e-10
+# Relative flattening of the steepest realisable slope past epsilon 0 (room for float rounding).
+_SLOPE_MARGIN = 1e-6
 
 
 class SampledEnvelope(PrivacyProfile):
@@ -106,8 +108,9 @@ def symmetric_pair_from_samples(
         raise invalid("loss_step", owner, "None or a positive power of two", loss_step)
     x = np.exp(eps)
     # A symmetric pair's curve falls at most (1 - delta(0)) / 2 per unit of e^epsilon past 0 (its
-    # mass is 1); upper bounds can be steeper there, so they are raised to that line (still bounds).
-    values = np.maximum(values, values[0] - 0.5 * (1.0 - values[0]) * (x - 1.0))
+    # mass is 1); upper bounds can be steeper there, so they are raised to that line, a hair
+    # flatter so that float rounding of the masses cannot exceed 1 (still upper bounds).
+    values = np.maximum(values, values[0] - 0.5 * (1.0 - values[0]) * (1.0 - _SLOPE_MARGIN) * (x - 1.0))
     convex = _convex_non_increasing(x, values)
     slopes = np.diff(convex) / np.diff(x)
     jumps = np.diff(np.append(slopes, 0.0))  # at x[1..G]; slope after the last sample is 0

@@ -71,3 +71,21 @@ def test_exact_precision_is_accepted_and_keeps_the_familys_values():
     kde = ShuffledKDE(family=family, bitsum=ExactBitSum(n_users=5), precision="exact")
     bits = kde.round_to_bits(np.zeros((5, 3)), np.random.default_rng(0))
     assert bits.shape == (5, 4) and set(np.unique(bits)) <= {0, 1}
+
+
+@pytest.mark.parametrize("repetitions", [None, slice(30, 470)])
+def test_blocked_rounding_equals_rounding_the_whole_array_at_once(repetitions):
+    """The rounding runs on cache-sized blocks of rows; with the same uniforms (drawn in row-major
+    order) the bits are those of comparing the whole arrays at once, for both float64 paths."""
+    family = RandomFourierFeatures(dimension=20, n_repetitions=500, seed=12)
+    points = np.random.default_rng(13).standard_normal((300, 20))  # several blocks of rows
+    assert points.shape[0] * 500 > 2 * protocol_module._CACHE_BLOCK_ENTRIES
+    fast = protocol_module._round_to_bits(family, points, np.random.default_rng(14), repetitions, protocol_module._Workspace())
+    probabilities = protocol_module._fourier_probabilities(family, points, repetitions, protocol_module._Workspace())
+    uniforms = np.random.default_rng(14).random(probabilities.shape)
+    assert np.array_equal(fast, (uniforms < probabilities).astype(np.int8))
+    workspace = protocol_module._Workspace()
+    exact = protocol_module._round_to_bits(family, points, np.random.default_rng(14), repetitions, workspace, "exact")
+    features = family.f(points, repetitions=repetitions).reshape(points.shape[0], -1)
+    threshold = np.random.default_rng(14).random(features.shape) * (2 * family.bound) - family.bound
+    assert np.array_equal(exact, (threshold < features).astype(np.int8))

@@ -41,8 +41,10 @@ __all__ = ["ACCOUNTING_METHODS", "FEATURE_PRECISIONS", "ShuffledKDE"]
 ACCOUNTING_METHODS = ("tight", "seed")
 #: Floating-point precision of random Fourier features in the rounding step.
 FEATURE_PRECISIONS = ("float64", "float32", "exact")
-#: Largest difference between a rounding probability of ``precision="float64"`` and the exact
-#: ``(1 + f/R)/2`` of `RandomFourierFeatures` (tested over phases of up to ``10**4`` turns).
+#: Largest difference between the probability that a bit of ``precision="float64"`` is 1 and the
+#: exact ``(1 + f/R)/2`` of `RandomFourierFeatures`: the float32 probability ``p`` (within
+#: ``FLOAT64_PROBABILITY_ERROR - 2^-24`` of it, tested over phases of up to ``10**4`` turns) compared
+#: with a float32 uniform, which gives ``ceil(p 2^24) / 2^24``.
 FLOAT64_PROBABILITY_ERROR = 5e-7
 
 #: Bit-sum baselines whose curator adds noise once to the total (not divisible over users).
@@ -82,8 +84,9 @@ class ShuffledKDE(ShuffleProtocol):
         precision: ``"float64"`` (default): for `RandomFourierFeatures` the matmul and the phase
             are in float64 (the angle of ``family.f``, in turns), the phase is reduced exactly to
             one turn in float64, and only the cosine of the reduced angle is evaluated in float32,
-            directly as the rounding probability ``cos^2(angle/2) = (1 + f/R)/2``; each
-            probability is within ``FLOAT64_PROBABILITY_ERROR = 5e-7`` of the exact one.
+            directly as the rounding probability ``cos^2(angle/2) = (1 + f/R)/2``, and compared
+            with a float32 uniform; each bit is 1 with a probability within
+            ``FLOAT64_PROBABILITY_ERROR = 5e-7`` of the exact one.
             ``"exact"`` rounds exactly the values ``family.f`` returns (bit for bit, slower).
             ``"float32"`` computes `RandomFourierFeatures` (the projection, the matmul and the
             cosine) in single precision, 2 to 2.5 times faster at ``d = 768``; the bits are then
@@ -248,11 +251,13 @@ class ShuffledKDE(ShuffleProtocol):
         """Each user's bits ``b_ij ~ Bern((1 + f_i(x)_j / R) / 2)``, shape ``(m, |repetitions| * Q)`` (int8).
 
         ``b = 1`` exactly when ``R (2U - 1) < f_i(x)_j`` for ``U ~ U[0, 1)`` (float64), which has
-        probability ``(1 + f/R)/2`` up to the 2^-53 grid of the uniforms (float32 uniforms would be
-        no faster here and would put the probabilities on a 2^-24 grid). With ``precision="exact"``
+        probability ``(1 + f/R)/2`` up to the 2^-53 grid of the uniforms. With ``precision="exact"``
         the features are the family's own values (for `RandomFourierFeatures` computed in place by the
         same operations, bit for bit), so the rounding is unbiased for exactly what ``family.f``
-        returns; ``"float64"`` and ``"float32"``: see the class docstring.
+        returns; ``"float32"``: see the class docstring. ``"float64"`` with `RandomFourierFeatures`:
+        ``b = 1`` exactly when ``U < p`` for the float32 probability ``p`` of the class docstring
+        and a float32 uniform ``U`` (half the random bits of a float64 one; the probability is
+        ``ceil(p 2^24) / 2^24``, within ``2^-24`` of ``p``).
         """
         return _round_to_bits(self.family, points, rng, repetitions, _Workspace(), self.precision)
 
@@ -596,17 +601,17 @@ def _round_fourier_exactly(
 def _round_fourier(
     family: RandomFourierFeatures, points: np.ndarray, rng: np.random.Generator, repetitions: slice | None, workspace: _Workspace
 ) -> np.ndarray:
-    """``precision="float64"`` bits: ``U < p`` for `_fourier_probabilities`' ``p``, in cache-sized blocks of rows.
+    """``precision="float64"`` bits: ``U < p`` for `_fourier_probabilities`' ``p`` and float32 uniforms ``U``.
 
-    The same probabilities and the same float64 uniforms (drawn in the same order) as computing
-    the whole array at once; only the working set is smaller.
+    In cache-sized blocks of rows: the same probabilities and the same uniforms (drawn in the
+    order of the whole array) as comparing the whole arrays at once; only the working set is smaller.
     """
     turns, phase_turns = _fourier_turns(family, points, repetitions, workspace)
     bits = workspace.take("bits", turns.shape, np.bool_)
     for rows in _row_blocks(*turns.shape):
         probabilities = workspace.take("block-probabilities", turns[rows].shape, np.float32)
         _probabilities_of_turns(turns[rows], phase_turns, probabilities, workspace)
-        uniforms = rng.random(out=workspace.take("block-uniforms", probabilities.shape, np.float64))
+        uniforms = rng.random(out=workspace.take("block-uniforms32", probabilities.shape, np.float32), dtype=np.float32)
         np.less(uniforms, probabilities, out=bits[rows])
     return bits.view(np.int8)
 
@@ -620,8 +625,8 @@ def _fourier_probabilities(
     phase: the float64 angle of `RandomFourierFeatures.f`); ``t - rint(t)`` is the exact reduction
     to ``[-1/2, 1/2]`` turns (a float64 subtraction of an integer, exact); only then is the angle
     rounded to float32 and ``cos^2(pi (t - rint t))`` evaluated in float32. Errors: the float32
-    angle (at most ``pi/2 * 2^-23``), the float32 cosine and square (a few units in ``2^-24``):
-    together below ``FLOAT64_PROBABILITY_ERROR``.
+    angle (the reduced turn, pi and their product rounded: below ``1.6e-7``), the float32 cosine
+    and square (a few units in ``2^-24``): together below ``FLOAT64_PROBABILITY_ERROR - 2^-24``.
     """
     turns, phase_turns = _fourier_turns(family, points, repetitions, workspace)
     probabilities = workspace.take("probabilities", turns.shape, np.float32)

@@ -98,8 +98,9 @@ class RandomFourierFeatures(LSQFamily):
 
         The angle is computed in turns, ``s = (w_i / 2 pi)^T x + b_i / 2 pi`` in float64, and each
         feature is within ``FEATURE_ERROR = 2e-15`` of ``sqrt(2) cos(2 pi s)``
-        (`fourier_features_of_turns`): as accurate as ``np.cos`` of the angle in radians, whose
-        float64 rounding (about ``|w_i^T x| 2^-52``) dominates both, and three times faster.
+        (`fourier_features_of_turns`): as accurate as ``np.cos`` of the angle in radians (the
+        float64 rounding of the angle, about ``|w_i^T x| 2^-52``, dominates both), with the cosine
+        about three times faster.
         """
         selected = self.repetition_indices(repetitions)
         working = apply_projection(self.projection, self.check_points(points))

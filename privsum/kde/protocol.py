@@ -608,11 +608,11 @@ def _round_fourier(
     """
     turns, phase_turns = _fourier_turns(family, points, repetitions, workspace)
     bits = workspace.take("bits", turns.shape, np.bool_)
-    for rows in _row_blocks(*turns.shape):
-        probabilities = workspace.take("block-probabilities", turns[rows].shape, np.float32)
-        _probabilities_of_turns(turns[rows], phase_turns, probabilities, workspace)
-        uniforms = rng.random(out=workspace.take("block-uniforms32", probabilities.shape, np.float32), dtype=np.float32)
-        np.less(uniforms, probabilities, out=bits[rows])
+    scratch = _BlockScratch(turns.shape, workspace)
+    for rows, (reduced, whole, probabilities, uniforms) in scratch.blocks():
+        _probabilities_of_turns(turns[rows], phase_turns, probabilities, reduced, whole)
+        rng.random(out=uniforms, dtype=np.float32)
+        np.less(uniforms, probabilities, bits[rows])
     return bits.view(np.int8)
 
 
@@ -630,9 +630,31 @@ def _fourier_probabilities(
     """
     turns, phase_turns = _fourier_turns(family, points, repetitions, workspace)
     probabilities = workspace.take("probabilities", turns.shape, np.float32)
-    for rows in _row_blocks(*turns.shape):
-        _probabilities_of_turns(turns[rows], phase_turns, probabilities[rows], workspace)
+    for rows, (reduced, whole, _, _) in _BlockScratch(turns.shape, workspace).blocks():
+        _probabilities_of_turns(turns[rows], phase_turns, probabilities[rows], reduced, whole)
     return probabilities
+
+
+class _BlockScratch:
+    """Scratch arrays for the blocks of rows of an ``(m, I)`` rounding, taken from the workspace once."""
+
+    def __init__(self, shape: tuple[int, int], workspace: _Workspace) -> None:
+        self.n_rows, width = shape
+        self.step = max(1, _CACHE_BLOCK_ENTRIES // max(1, width))
+        block = (min(self.step, self.n_rows), width)
+        self.arrays = (
+            workspace.take("block-turns", block, np.float64),
+            workspace.take("block-whole-turns", block, np.float64),
+            workspace.take("block-probabilities", block, np.float32),
+            workspace.take("block-uniforms32", block, np.float32),
+        )
+
+    def blocks(self) -> Iterator[tuple[slice, tuple[np.ndarray, ...]]]:
+        """Each block's rows and its scratch arrays (reduced turns, whole turns, probabilities, uniforms)."""
+        for start in range(0, self.n_rows, self.step):
+            stop = min(start + self.step, self.n_rows)
+            arrays = self.arrays if stop - start == self.arrays[0].shape[0] else tuple(a[: stop - start] for a in self.arrays)
+            yield slice(start, stop), arrays
 
 
 def _fourier_turns(
@@ -647,13 +669,19 @@ def _fourier_turns(
     return turns, family.turn_phases(selected)
 
 
-def _probabilities_of_turns(turns: np.ndarray, phase_turns: np.ndarray, out: np.ndarray, workspace: _Workspace) -> None:
+def _probabilities_of_turns(
+    turns: np.ndarray, phase_turns: np.ndarray, out: np.ndarray, reduced: np.ndarray, whole: np.ndarray
+) -> None:
     """``cos^2(pi (t - rint t))`` of ``t = turns + phase_turns`` into the float32 ``out`` (a block that fits in cache)."""
-    reduced = np.add(turns, phase_turns, out=workspace.take("block-turns", turns.shape, np.float64))
-    reduced -= np.rint(reduced, out=workspace.take("block-whole-turns", turns.shape, np.float64))  # in [-1/2, 1/2], exactly
-    np.multiply(reduced, np.float32(math.pi), out=out, dtype=np.float32)  # half the angle, float32
-    np.cos(out, out=out)
-    np.square(out, out=out)
+    np.add(turns, phase_turns, reduced)
+    np.rint(reduced, whole)
+    np.subtract(reduced, whole, reduced)  # in [-1/2, 1/2], exactly
+    np.multiply(reduced, _PI32, out, dtype=np.float32)  # half the angle, float32
+    np.cos(out, out)
+    np.square(out, out)
+
+
+_PI32 = np.float32(math.pi)
 
 
 # Keywords of a bit sum's ``from_privacy`` that the KDE's calibration sets itself.

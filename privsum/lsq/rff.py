@@ -97,10 +97,10 @@ class RandomFourierFeatures(LSQFamily):
         """``(n, d)`` points to ``(n, I, 1)`` features ``sqrt(2) cos(sqrt(2) w_i^T x / h + b_i)``.
 
         The angle is computed in turns, ``s = (w_i / 2 pi)^T x + b_i / 2 pi`` in float64, and each
-        feature is within ``FEATURE_ERROR = 2e-15`` of ``sqrt(2) cos(2 pi s)``
-        (`fourier_features_of_turns`): as accurate as ``np.cos`` of the angle in radians (the
-        float64 rounding of the angle, about ``|w_i^T x| 2^-52``, dominates both), with the cosine
-        about three times faster.
+        feature is within ``privsum.lsq.rff.FEATURE_ERROR = 2e-15`` of ``sqrt(2) cos(2 pi s)``
+        (``privsum.lsq.rff.fourier_features_of_turns``): as accurate as ``np.cos`` of the angle in
+        radians (the float64 rounding of the angle, about ``|w_i^T x| 2^-52``, dominates both),
+        with the cosine about three times faster.
         """
         selected = self.repetition_indices(repetitions)
         working = apply_projection(self.projection, self.check_points(points))

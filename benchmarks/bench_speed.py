@@ -14,7 +14,8 @@ the spread (min, max) of the repeats, and the ratio the target is about:
   former route (build the FMT21 profile, invert it) against the new one at ``n = 2 * 10**4``.
 * ``kde``: rounding ``n = 40,000`` users x ``d = I = 768`` RFF instances (``precision="float64"``
   and ``"exact"``) against the in-process limit: the ``40,000 x 768 x 768`` float64 matmul plus two
-  uniform draws per user x instance, measured in the same process at the same chunking.
+  uniform draws per user x instance, measured in the same process at the same chunking (the three
+  interleaved chunk by chunk).
 * ``cache``: ``ShuffledKDE.from_privacy`` (3NB, ``I = 768``) first call against the cached call.
 * ``clipped``: ``ClippedVectorSum.event_for_participants`` (10,000 users, ``d = 64``, 9,000 taking
   part); and one divisible-Laplace epsilon by the former pmf sums against the closed form.
@@ -139,32 +140,32 @@ def bench_kde(repeats: int) -> None:
     generator = np.random.default_rng(2)
     frequencies = family.frequencies.T.copy()
     product, uniforms = np.empty((chunk, instances)), np.empty((chunk, instances))
+    workspaces = {"float64": protocol_module._Workspace(), "exact": protocol_module._Workspace()}
 
-    def limit() -> None:  # matmul + two uniform draws per user x instance, same chunking
-        for start in range(0, n_users, chunk):
-            block = points[start : start + chunk]
-            rows = block.shape[0]
-            np.matmul(block, frequencies, out=product[:rows])
-            generator.random(out=uniforms[:rows])
-            generator.random(out=uniforms[:rows])
+    def limit(block: np.ndarray) -> None:  # matmul + two uniform draws per user x instance
+        rows = block.shape[0]
+        np.matmul(block, frequencies, out=product[:rows])
+        generator.random(out=uniforms[:rows])
+        generator.random(out=uniforms[:rows])
 
-    def rounding(precision: str) -> Callable[[], None]:
-        workspace = protocol_module._Workspace()
-
-        def run() -> None:
-            for start in range(0, n_users, chunk):
-                bits = protocol_module._round_to_bits(
-                    family, points[start : start + chunk], generator, None, workspace, precision
-                )
-                generator.random(out=uniforms[: bits.shape[0]])  # the bit sum's one draw per user x instance
+    def rounding(precision: str) -> Callable[[np.ndarray], None]:
+        def run(block: np.ndarray) -> None:
+            bits = protocol_module._round_to_bits(family, block, generator, None, workspaces[precision], precision)
+            generator.random(out=uniforms[: bits.shape[0]])  # the bit sum's one draw per user x instance
 
         return run
 
-    measured = {"limit": [], "float64": [], "exact": []}
-    for _ in range(repeats):  # interleaved, so load changes hit all three alike
-        measured["limit"] += timings(limit, 1)
-        measured["float64"] += timings(rounding("float64"), 1)
-        measured["exact"] += timings(rounding("exact"), 1)
+    operations = {"limit": limit, "float64": rounding("float64"), "exact": rounding("exact")}
+    measured = {name: [] for name in operations}
+    for _ in range(repeats):  # interleaved chunk by chunk, so that load changes hit all three alike
+        totals = dict.fromkeys(operations, 0.0)
+        for start in range(0, n_users, chunk):
+            for name, operation in operations.items():
+                began = time.perf_counter()
+                operation(points[start : start + chunk])
+                totals[name] += time.perf_counter() - began
+        for name, total in totals.items():
+            measured[name].append(total)
     ratios = {
         name: round(statistics.median(values) / statistics.median(measured["limit"]), 3) for name, values in measured.items()
     }

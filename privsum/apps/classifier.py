@@ -611,7 +611,10 @@ def decode_classes(
     if transform is not None:
         vectors = transform(vectors)
     needed = range(len(model.densities_)) if score == "log_ratio" else set(indices.values())
-    densities = {c: np.asarray(model.densities_[c](vectors), dtype=float) for c in needed if model.densities_[c] is not None}
+    evaluated = [density if c in needed else None for c, density in enumerate(model.densities_)]
+    with refusals_as(owner, {"queries": "embeddings", "points": "embeddings"}):
+        values = _densities_at(evaluated, model.family_, model.family_.check_points(vectors, "embeddings"))
+    densities = {c: values[:, c] for c in needed if evaluated[c] is not None}
     scores = _log_ratio_scores(densities, floor_quantile) if score == "log_ratio" and densities else densities
     decoded = {}
     for label, index in indices.items():

@@ -17,7 +17,7 @@ from privsum._validation import check_real, invalid
 from privsum.lsq.base import LSQFamily, Repetitions, check_common
 from privsum.lsq.hadamard import FastJLT
 
-__all__ = ["RandomFourierFeatures", "apply_projection", "check_projection"]
+__all__ = ["FEATURE_ERROR", "RandomFourierFeatures", "apply_projection", "check_projection", "fourier_features_of_turns"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,7 +83,7 @@ class RandomFourierFeatures(LSQFamily):
 
     @property
     def bound(self) -> float:
-        return math.sqrt(2.0)
+        return _BOUND
 
     @property
     def sparsity(self) -> int:
@@ -94,11 +94,27 @@ class RandomFourierFeatures(LSQFamily):
         return 0.0
 
     def f(self, points: Any, *, repetitions: Repetitions = None) -> np.ndarray:
-        """``(n, d)`` points to ``(n, I, 1)`` features ``sqrt(2) cos(sqrt(2) w_i^T x / h + b_i)``."""
+        """``(n, d)`` points to ``(n, I, 1)`` features ``sqrt(2) cos(sqrt(2) w_i^T x / h + b_i)``.
+
+        The angle is computed in turns, ``s = (w_i / 2 pi)^T x + b_i / 2 pi`` in float64, and each
+        feature is within ``privsum.lsq.rff.FEATURE_ERROR = 2e-15`` of ``sqrt(2) cos(2 pi s)``
+        (``privsum.lsq.rff.fourier_features_of_turns``): as accurate as ``np.cos`` of the angle in
+        radians (the float64 rounding of the angle, about ``|w_i^T x| 2^-52``, dominates both),
+        with the cosine about three times faster.
+        """
         selected = self.repetition_indices(repetitions)
         working = apply_projection(self.projection, self.check_points(points))
-        angles = working @ self.frequencies[selected].T + self.phases[selected]
-        return (math.sqrt(2.0) * np.cos(angles))[:, :, np.newaxis]
+        turns = working @ self.turn_frequencies(selected).T
+        fourier_features_of_turns(turns, self.turn_phases(selected), out=turns)
+        return turns[:, :, np.newaxis]
+
+    def turn_frequencies(self, selected: Any = slice(None)) -> np.ndarray:
+        """The ``selected`` frequencies in turns per unit, ``w_i / (2 pi)``, shape ``(|selected|, working dimension)``."""
+        return self.frequencies[selected] * _TURNS_PER_RADIAN
+
+    def turn_phases(self, selected: Any = slice(None)) -> np.ndarray:
+        """The ``selected`` phases in turns, ``b_i / (2 pi)``."""
+        return self.phases[selected] * _TURNS_PER_RADIAN
 
     def g(self, points: Any, *, repetitions: Repetitions = None) -> np.ndarray:
         """Same map as `f` (the family is symmetric)."""
@@ -109,6 +125,59 @@ class RandomFourierFeatures(LSQFamily):
         left = apply_projection(self.projection, self.check_points(x, "x"))
         right = apply_projection(self.projection, self.check_points(y, "y"))
         return np.exp(-_squared_distances(left, right) / self.bandwidth**2)
+
+
+_TURNS_PER_RADIAN = 1.0 / (2.0 * math.pi)
+_BOUND = math.sqrt(2.0)
+#: Largest difference between a feature of `RandomFourierFeatures.f` and ``sqrt(2) cos(2 pi s)`` of
+#: its float64 angle in turns ``s`` (the reduction of ``s`` to one turn is exact; the rest is the
+#: polynomial's truncation, below 4e-16, and the rounding of its float64 evaluation; tested
+#: against an extended-precision cosine, largest difference observed 7e-16).
+FEATURE_ERROR = 2e-15
+# Entries reduced at once: the elementwise passes stay in a core's L2 cache.
+_CACHE_BLOCK_ENTRIES = 1 << 15
+# sqrt(2) sin(2 pi u) = u P(u^2) for |u| <= 1/4: Taylor coefficients up to u^19, whose first
+# omitted term is below sqrt(2) (pi/2)^21 / 21! < 4e-16.
+_SINE_COEFFICIENTS = tuple(
+    math.sqrt(2.0) * (-1) ** k * (2.0 * math.pi) ** (2 * k + 1) / math.factorial(2 * k + 1) for k in range(10)
+)
+
+
+def fourier_features_of_turns(turns: np.ndarray, phase_turns: np.ndarray, *, out: np.ndarray) -> np.ndarray:
+    """``sqrt(2) cos(2 pi s)``, ``s = t + c``, of float64 ``turns`` ``t`` ``(m, I)`` and ``phase_turns`` ``c`` ``(I,)``.
+
+    ``s`` (rounded to float64) is reduced exactly to ``r = s - rint(s)`` in ``[-1/2, 1/2]``; then
+    ``cos(2 pi r) = sin(2 pi u)`` with ``u = 1/4 - |r|`` in ``[-1/4, 1/4]`` is an odd polynomial
+    of degree 19. Each value is within ``FEATURE_ERROR`` of ``sqrt(2) cos(2 pi s)`` and is kept
+    in ``[-sqrt(2), sqrt(2)]``, the family's bound (a rounding error could pass it by an ulp).
+    Written into ``out`` (which may be ``turns``), in blocks of rows that stay in cache.
+    """
+    step = max(1, _CACHE_BLOCK_ENTRIES // max(1, turns.shape[1]))
+    block_shape = (min(step, turns.shape[0]), turns.shape[1])
+    reduced, square = np.empty(block_shape), np.empty(block_shape)
+    for start in range(0, turns.shape[0], step):
+        rows = slice(start, min(start + step, turns.shape[0]))
+        size = rows.stop - rows.start
+        fourier_features_block(turns[rows], phase_turns, out[rows], reduced[:size], square[:size])
+    return out
+
+
+def fourier_features_block(
+    turns: np.ndarray, phase_turns: np.ndarray, out: np.ndarray, reduced: np.ndarray, square: np.ndarray
+) -> None:
+    """`fourier_features_of_turns` of one block of rows, with scratch arrays ``reduced`` and ``square`` of its shape."""
+    np.add(turns, phase_turns, out=reduced)
+    reduced -= np.rint(reduced, out=square)  # r in [-1/2, 1/2], exactly
+    np.abs(reduced, out=reduced)
+    np.subtract(0.25, reduced, out=reduced)  # u = 1/4 - |r|
+    np.multiply(reduced, reduced, out=square)
+    np.multiply(square, _SINE_COEFFICIENTS[-1], out=out)
+    for coefficient in _SINE_COEFFICIENTS[-2:0:-1]:
+        out += coefficient
+        out *= square
+    out += _SINE_COEFFICIENTS[0]
+    out *= reduced
+    np.clip(out, -_BOUND, _BOUND, out=out)
 
 
 def check_projection(projection: Any, dimension: int, owner: str) -> int:

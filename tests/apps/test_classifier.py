@@ -161,3 +161,29 @@ def test_wordnet_decoded_lists_share_few_words():
     shared = {score: max(Counter(word for top in tops.values() for word in top).values()) for score, tops in lists.items()}
     assert shared["log_ratio"] <= 2, shared
     assert shared["density"] > shared["log_ratio"], shared  # raw density lets generic words top several classes
+
+
+@pytest.mark.parametrize("score", ["log_ratio", "density"])
+def test_decoding_shares_the_query_features_and_ranks_as_each_released_function(score):
+    """`decode_classes` computes the vocabulary's features once for all classes (one matrix product with
+    the stacked coefficients); the densities equal each class's `KDEFunction` to 1e-12 relative, and
+    the decoded lists are those of ranking each function's own values (with a class left empty)."""
+    from privsum.apps.classifier import _densities_at, _log_ratio_scores
+
+    rng = np.random.default_rng(10)
+    X, y = blobs(rng, 200)
+    model = ShuffledKDEClassifier(
+        classes=["a", "b", "c", "d"], protocol="exact", label_epsilon=math.inf, n_repetitions=48, random_state=1
+    )
+    model.fit(X, y)
+    assert model.densities_[3] is None  # nobody reported "d"
+    words = [f"w{i}" for i in range(400)]
+    embeddings = rng.normal(0.0, 2.0, (400, 2))
+    each = {c: d(embeddings) for c, d in enumerate(model.densities_) if d is not None}
+    shared = _densities_at(model.densities_, model.family_, embeddings)
+    for c, values in each.items():
+        np.testing.assert_allclose(shared[:, c], values, rtol=1e-12, atol=1e-15)
+    scores = _log_ratio_scores(each, 0.9) if score == "log_ratio" else each
+    expected = {label: [words[i] for i in np.lexsort((-each[c], -scores[c]))[:5]] for c, label in enumerate("abc")}
+    decoded = decode_classes(model, words, embeddings, top_k=5, score=score)
+    assert decoded == {**expected, "d": []}

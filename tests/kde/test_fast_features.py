@@ -14,6 +14,9 @@ from privsum.kde import ShuffledKDE
 from privsum.lsq import FastJLT, RandomFourierFeatures
 from privsum.testing import assert_mean
 
+# The float32 probabilities' share of the stated error; float32 uniforms add their 2^-24 grid.
+PROBABILITY_ERROR = protocol_module.FLOAT64_PROBABILITY_ERROR - 2.0**-24
+
 
 def _exact_probabilities(family, points, repetitions=None):
     return 0.5 * (1.0 + family.f(points, repetitions=repetitions).reshape(points.shape[0], -1) / family.bound)
@@ -27,7 +30,7 @@ def test_probabilities_are_within_the_stated_error(scale, repetitions):
     fast = protocol_module._fourier_probabilities(family, points, repetitions, protocol_module._Workspace())
     exact = _exact_probabilities(family, points, repetitions)
     assert fast.dtype == np.float32 and fast.shape == exact.shape
-    assert np.max(np.abs(fast.astype(np.float64) - exact)) <= protocol_module.FLOAT64_PROBABILITY_ERROR
+    assert np.max(np.abs(fast.astype(np.float64) - exact)) <= PROBABILITY_ERROR
 
 
 def test_projected_family_probabilities_are_within_the_stated_error():
@@ -35,20 +38,23 @@ def test_projected_family_probabilities_are_within_the_stated_error():
     family = RandomFourierFeatures(dimension=40, n_repetitions=30, seed=4, projection=projection)
     points = np.random.default_rng(5).standard_normal((50, 40))
     fast = protocol_module._fourier_probabilities(family, points, None, protocol_module._Workspace())
-    assert np.max(np.abs(fast - _exact_probabilities(family, points))) <= protocol_module.FLOAT64_PROBABILITY_ERROR
+    assert np.max(np.abs(fast - _exact_probabilities(family, points))) <= PROBABILITY_ERROR
 
 
-def test_fast_and_exact_rounding_differ_only_where_the_uniform_falls_between_the_probabilities():
-    """Same uniforms: a bit can differ only if U lies between the fast and the exact probability,
-    which has probability |p_fast - p_exact| per entry; the number of differing bits is then at
-    most a Poisson count of that mean (one-sided, alpha = 1e-6)."""
+def test_fast_rounding_differs_from_exact_probabilities_only_where_the_uniform_falls_between():
+    """With the same float32 uniforms ``U`` (on the 2^-24 grid), ``U < p_fast`` and ``U < p_exact``
+    differ only if ``U`` lies between the two, which has probability at most ``|p_fast - p_exact| +
+    2^-24`` per entry; the number of differing bits is then at most a Poisson count of that mean
+    (one-sided, alpha = 1e-6)."""
     family = RandomFourierFeatures(dimension=64, n_repetitions=500, seed=6)
     points = np.random.default_rng(7).standard_normal((2000, 64)) / 8.0
     fast = protocol_module._round_to_bits(family, points, np.random.default_rng(8), None, protocol_module._Workspace())
-    exact = protocol_module._round_to_bits(family, points, np.random.default_rng(8), None, protocol_module._Workspace(), "exact")
+    exact_probabilities = _exact_probabilities(family, points)
+    uniforms = np.random.default_rng(8).random(exact_probabilities.shape, dtype=np.float32)
+    exact = uniforms.astype(np.float64) < exact_probabilities
     probabilities = protocol_module._fourier_probabilities(family, points, None, protocol_module._Workspace())
-    mean_differences = float(np.abs(probabilities - _exact_probabilities(family, points)).sum())
-    limit = stats.poisson.isf(1e-6, max(mean_differences, 1e-9))
+    mean_differences = float((np.abs(probabilities - exact_probabilities) + 2.0**-24).sum())
+    limit = stats.poisson.isf(1e-6, mean_differences)
     assert int(np.count_nonzero(fast != exact)) <= limit
 
 
@@ -71,3 +77,23 @@ def test_exact_precision_is_accepted_and_keeps_the_familys_values():
     kde = ShuffledKDE(family=family, bitsum=ExactBitSum(n_users=5), precision="exact")
     bits = kde.round_to_bits(np.zeros((5, 3)), np.random.default_rng(0))
     assert bits.shape == (5, 4) and set(np.unique(bits)) <= {0, 1}
+
+
+@pytest.mark.parametrize("repetitions", [None, slice(30, 470)])
+def test_blocked_rounding_equals_rounding_the_whole_array_at_once(repetitions):
+    """The rounding runs on cache-sized blocks of rows; with the same uniforms (drawn in row-major
+    order: float32 for ``"float64"``, float64 for ``"exact"``) the bits are those of comparing the
+    whole arrays at once."""
+    family = RandomFourierFeatures(dimension=20, n_repetitions=500, seed=12)
+    points = np.random.default_rng(13).standard_normal((300, 20))  # several blocks of rows
+    assert points.shape[0] * 500 > 2 * protocol_module._CACHE_BLOCK_ENTRIES
+    fast = protocol_module._round_to_bits(family, points, np.random.default_rng(14), repetitions, protocol_module._Workspace())
+    probabilities = protocol_module._fourier_probabilities(family, points, repetitions, protocol_module._Workspace())
+    uniforms = np.random.default_rng(14).random(probabilities.shape, dtype=np.float32)
+    assert np.array_equal(uniforms * 2**24, np.floor(uniforms * 2**24))  # the 2^-24 grid: P(U < p) = ceil(p 2^24) / 2^24
+    assert np.array_equal(fast, (uniforms < probabilities).astype(np.int8))
+    workspace = protocol_module._Workspace()
+    exact = protocol_module._round_to_bits(family, points, np.random.default_rng(14), repetitions, workspace, "exact")
+    features = family.f(points, repetitions=repetitions).reshape(points.shape[0], -1)
+    threshold = np.random.default_rng(14).random(features.shape) * (2 * family.bound) - family.bound
+    assert np.array_equal(exact, (threshold < features).astype(np.int8))

@@ -143,3 +143,23 @@ def test_malformed_coefficients_are_refused_naming_them(coefficients) -> None:
     family = RandomFourierFeatures(dimension=3, n_repetitions=2, seed=0)
     with pytest.raises(InvalidParameterError, match="'coefficients'"):
         KDEFunction(family, coefficients, n_users=3)
+
+
+def test_gaussian_queries_equal_the_radian_formula_within_the_feature_tolerance() -> None:
+    """Random Fourier features are evaluated in turns (`privsum.lsq.rff.fourier_features_of_turns`): each
+    density is within ``sum_i |F_i| / (n I)`` times the features' stated tolerance (the float64 rounding
+    of the angle, plus ``FEATURE_ERROR``) and the rounding of the sums, of the estimate with
+    ``sqrt(2) cos(w^T y + b)`` by ``np.cos``."""
+    from privsum.lsq.rff import FEATURE_ERROR
+
+    family = RandomFourierFeatures(dimension=64, n_repetitions=200, bandwidth=1.3, seed=8)
+    coefficients = np.random.default_rng(3).normal(0.0, 50.0, size=(200, 1))
+    estimate = KDEFunction._released(family, coefficients, 40, DEFAULT_GUARANTEE)
+    queries = np.random.default_rng(4).normal(size=(500, 64)) * 0.5
+    radians = np.sqrt(2.0) * np.cos(queries @ family.frequencies.T + family.phases)
+    formula = radians @ coefficients[:, 0] / (40 * 200)
+    magnitude = np.abs(queries) @ np.abs(family.frequencies).T + family.phases
+    feature_tolerance = np.sqrt(2.0) * 2 * (64 + 3) * 2.0**-53 * magnitude + FEATURE_ERROR + 2.0**-51
+    summation = 2 * (200 + 1) * 2.0**-53 * np.sqrt(2.0)  # the two sums over repetitions, in any order
+    tolerance = (feature_tolerance + summation) @ np.abs(coefficients[:, 0]) / (40 * 200)
+    assert np.all(np.abs(estimate(queries) - formula) <= tolerance)

@@ -322,7 +322,7 @@ def test_in_place_fourier_features_equal_the_familys_bit_for_bit(bandwidth: floa
     family = RandomFourierFeatures(dimension=12, n_repetitions=50, bandwidth=bandwidth, seed=4, projection=projection)
     points = unit_points(37, 12, dimension=12)
     workspace = protocol_module._Workspace()
-    workspace.take("features-float64", (100, 100), np.float64).fill(np.nan)  # a larger, dirty buffer is reused
+    workspace.take("turns", (100, 100), np.float64).fill(np.nan)  # a larger, dirty buffer is reused
     fast = protocol_module._features(family, points, repetitions, workspace)
     expected = family.f(points, repetitions=repetitions)
     assert np.array_equal(fast, expected.reshape(expected.shape[0], -1))

@@ -107,19 +107,14 @@ def symmetric_pair_from_samples(
     if loss_step is not None and not (loss_step > 0 and math.frexp(loss_step)[0] == 0.5):
         raise invalid("loss_step", owner, "None or a positive power of two", loss_step)
     x = np.exp(eps)
-    # A symmetric pair's curve falls at most (1 - delta(0)) / 2 per unit of e^epsilon past 0 (its
-    # mass is 1); upper bounds can be steeper there, so they are raised to that line, a hair
-    # flatter so that float rounding of the masses cannot exceed 1 (still upper bounds).
-    values = np.maximum(values, values[0] - 0.5 * (1.0 - values[0]) * (1.0 - _SLOPE_MARGIN) * (x - 1.0))
-    convex = _convex_non_increasing(x, values)
-    slopes = np.diff(convex) / np.diff(x)
-    jumps = np.diff(np.append(slopes, 0.0))  # at x[1..G]; slope after the last sample is 0
-    jumps = np.maximum(jumps, 0.0)  # exact zero where float rounding left a tiny negative
-    q_mass = jumps
-    p_mass = x[1:] * jumps
-    eta = float(convex[-1])
-    leftover = 1.0 - eta - float(p_mass.sum()) - float(q_mass.sum())
+    p_mass, q_mass, eta, leftover = _chord_masses(x, values)
     if leftover < -_MASS_SLACK:
+        # A symmetric pair's curve falls at most (1 - delta(0)) / 2 per unit of e^epsilon past 0 (its
+        # mass is 1); upper bounds can be steeper there: raise them to that line, a hair flatter so
+        # that float rounding of the masses cannot exceed 1 (still upper bounds).
+        line = values[0] - 0.5 * (1.0 - values[0]) * (1.0 - _SLOPE_MARGIN) * (x - 1.0)
+        p_mass, q_mass, eta, leftover = _chord_masses(x, np.maximum(values, line))
+    if leftover < -_MASS_SLACK:  # pragma: no cover - the line above makes the masses fit
         expected = "samples of a symmetric convex profile (the pair's mass exceeds 1)"
         raise invalid("deltas", owner, expected, f"excess {-leftover:.3g}")
     leftover = max(leftover, 0.0)
@@ -131,6 +126,18 @@ def symmetric_pair_from_samples(
     profile = SampledEnvelope(p[keep], q[keep], neighbouring=neighbouring)
     profile.losses, profile.loss_step = losses[keep], loss_step
     return profile
+
+
+def _chord_masses(x: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """The masses at the breakpoints of the samples' convex interpolation (``P``'s, ``Q``'s), ``eta``, the leftover."""
+    convex = _convex_non_increasing(x, values)
+    slopes = np.diff(convex) / np.diff(x)
+    jumps = np.diff(np.append(slopes, 0.0))  # at x[1..G]; slope after the last sample is 0
+    jumps = np.maximum(jumps, 0.0)  # exact zero where float rounding left a tiny negative
+    q_mass = jumps
+    p_mass = x[1:] * jumps
+    eta = float(convex[-1])
+    return p_mass, q_mass, eta, 1.0 - eta - float(p_mass.sum()) - float(q_mass.sum())
 
 
 def _convex_non_increasing(x: np.ndarray, values: np.ndarray) -> np.ndarray:

@@ -277,9 +277,10 @@ def worst_case_samples(
     users), with a relative ``rtol`` where epsilon is near 0. A block settles when its bound
     (`coin_block_pair`) is within that level of the largest exactly evaluated neighbours at every
     ``e_i``. Blocks are evaluated only up to the first epsilon ``e_J`` where the exact neighbours
-    are below ``atol / 10``: a block settles only if its bound there is at most ``atol``, and
-    since every delta curve is non-increasing that bounds its values beyond too (they enter the
-    result as the largest such bound).
+    are below ``atol / 10`` (and at the last epsilon): a block settles only if its bound at
+    ``e_J`` is at most ``atol``, and since every delta curve is non-increasing that bounds its
+    values beyond too (they enter the result as the largest such bound, but at the last epsilon,
+    where its own value does: a chord between upper bounds of a convex curve stays above it).
 
     With a ``work`` budget (as in `worst_case_epsilon`) only ``k = 0`` is seeded, and neighbours
     left when it runs out are covered by `_COARSE_BLOCKS` coin blocks: their bounds join the
@@ -290,14 +291,22 @@ def worst_case_samples(
     lower, lower_shrunk = np.zeros(size), np.zeros(size)
     upper = np.zeros(size)
     beyond = 0.0  # the largest settled block's bound at the last evaluated epsilon
+    at_end = 0.0  # and at the last epsilon (the chords join it to the evaluated ones)
     stop = None  # blocks are evaluated at epsilons[:stop], fixed at the first block
     budget = _Work(work)
     half = (n_users - 1) // 2
 
-    def settle(values: np.ndarray) -> None:
-        nonlocal upper, beyond
+    def settle(pair: CountPair, extra: float) -> bool:
+        """Whether the block's bound is within the level; if so its values join the result."""
+        nonlocal upper, beyond, at_end
+        values = pair.deltas(epsilons[:stop]) + extra
+        level = np.maximum(np.maximum(lower_shrunk[:stop], lower[:stop] * (1.0 + rtol)), atol)
+        if not (np.all(values <= level) and values[-1] <= atol):
+            return False
         upper[:stop] = np.maximum(upper[:stop], values)
         beyond = max(beyond, float(values[-1]))
+        at_end = max(at_end, float(pair.deltas(epsilons[-1:])[0]) + extra)
+        return True
 
     def attempt(first: int, last: int) -> bool:
         nonlocal lower, lower_shrunk, upper, stop
@@ -314,12 +323,7 @@ def worst_case_samples(
             stop = int(small[0]) + 1 if small.size else size
         pair, extra = coin_block_pair(n_users, flip, first, last, tail_mass, fft_delta_error)
         budget.spend(first, pair.width)
-        values = pair.deltas(epsilons[:stop]) + extra
-        level = np.maximum(np.maximum(lower_shrunk[:stop], lower[:stop] * (1.0 + rtol)), atol)
-        if not (np.all(values <= level) and values[-1] <= atol):
-            return False
-        settle(values)
-        return True
+        return settle(pair, extra)
 
     try:
         cover(half, attempt, seeds=None if work is None else [0])
@@ -327,9 +331,11 @@ def worst_case_samples(
         if stop is None:
             small = np.flatnonzero(lower <= atol / 10)
             stop = int(small[0]) + 1 if small.size else size
+        coarse_fft = max(fft_delta_error, atol / 2)
+        rtol, atol = 1.0, 1.0  # every coarse block joins the result, whatever its slack
         for first, last in _coarse_blocks(out.first, half):
-            pair, extra = coin_block_pair(n_users, flip, first, last, tail_mass, max(fft_delta_error, atol / 2))
-            settle(pair.deltas(epsilons[:stop]) + extra)
-    if stop is not None:
-        upper[stop:] = np.maximum(upper[stop:], beyond)
+            settle(*coin_block_pair(n_users, flip, first, last, tail_mass, coarse_fft))
+    if stop is not None:  # a settled block's values beyond the last evaluated epsilon are at most its value there
+        upper[stop:-1] = np.maximum(upper[stop:-1], beyond)
+        upper[-1] = max(upper[-1], at_end)
     return upper

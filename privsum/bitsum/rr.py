@@ -601,8 +601,8 @@ def _envelope(grid: np.ndarray, upper: np.ndarray, points: np.ndarray, bounds: n
 
 
 def _profile_tail(atol: float) -> float:
-    """Tail mass of the profile's pairs: their cut (four tails) is a small part of the slack ``atol``."""
-    return atol * 1e-3
+    """Tail mass of the profile's pairs: tiny, since their cut is the profile's mass of infinite loss (a delta floor)."""
+    return min(_TAIL_MASS, atol * 1e-6)
 
 
 def _checked_flip(value: float, owner: str) -> float:

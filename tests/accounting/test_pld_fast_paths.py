@@ -12,13 +12,14 @@ from privsum.bitsum.exact import rr_profile, signed_count_profile
 
 
 def _untrimmed(p, q, p_tail=0.0, q_tail=0.0):
-    """The same pessimistic PLD through dp-accounting's dictionary constructor, no trimming."""
+    """The same pessimistic PLD (losses split between grid points) through dp-accounting's dictionary constructor, no trimming."""
 
     def one(upper, lower, tail):
         finite = (upper > 0) & (lower > 0)
-        indices = np.ceil((np.log(upper[finite]) - np.log(lower[finite])) / 1e-4).astype(np.int64)
+        losses = np.log(upper[finite]) - np.log(lower[finite])
+        indices, weights = pld_module._split_on_grid(losses, upper[finite], 1e-4)
         rounded = {}
-        for index, mass in zip(indices.tolist(), upper[finite].tolist(), strict=True):
+        for index, mass in zip(indices.tolist(), weights.tolist(), strict=True):
             rounded[index] = rounded.get(index, 0.0) + mass
         infinite = float(upper[(upper > 0) & (lower == 0)].sum()) + tail
         return pld_lib.PrivacyLossDistribution.create_from_rounded_probability(rounded, infinite, 1e-4, pessimistic_estimate=True)
@@ -94,3 +95,35 @@ def test_vectorised_epsilon_equals_dp_accounting(pair, delta):
     else:  # dp-accounting accumulates its loss grid by repeated subtraction: 1e-11 apart at most
         assert ours == pytest.approx(theirs, rel=1e-10, abs=1e-10)
         assert pair.delta(ours) <= delta * (1 + 1e-6)  # dp-accounting's own pair is as far apart (its loss grid)
+
+
+@pytest.mark.parametrize("profile", PROFILES, ids=["3nb-paper", "3nb-analytic", "rr", "randomized-response"])
+@pytest.mark.parametrize("interval", [1e-4, 1e-3, 2.0**-10])
+def test_split_losses_dominate_the_profile_exactly_at_grid_points_and_beat_rounding_up(profile, interval):
+    """Each loss's mass split between the grid points around it: never below the exact profile, equal to it on the grid."""
+    pld = PLDPair.from_profile(profile, discretization=interval)
+    grid_points = interval * np.arange(0, 400, 7)
+    between = grid_points + 0.37 * interval
+    for epsilon in np.concatenate([grid_points, between]):
+        exact = profile.delta(epsilon)
+        assert pld.delta(epsilon) >= exact * (1 - 1e-9) - 1e-15
+    for epsilon in grid_points:  # equal at every multiple of the interval
+        assert pld.delta(epsilon) <= profile.delta(epsilon) * (1 + 1e-9) + 1e-15
+    rounded_up = _rounded_up(profile.p, profile.q, profile.p_tail, profile.q_tail, interval).self_compose(20)
+    assert pld.self_compose(20).epsilon(1e-6) <= rounded_up.epsilon(1e-6) + 1e-12
+
+
+def _rounded_up(p, q, p_tail, q_tail, interval):
+    """Every loss rounded up to the grid (the construction the split replaces)."""
+
+    def one(upper, lower, tail):
+        finite = (upper > 0) & (lower > 0)
+        indices = np.ceil((np.log(upper[finite]) - np.log(lower[finite])) / interval).astype(np.int64)
+        rounded = {}
+        for index, mass in zip(indices.tolist(), upper[finite].tolist(), strict=True):
+            rounded[index] = rounded.get(index, 0.0) + mass
+        infinite = float(upper[(upper > 0) & (lower == 0)].sum()) + tail
+        make = pld_lib.PrivacyLossDistribution.create_from_rounded_probability
+        return make(rounded, infinite, interval, pessimistic_estimate=True)
+
+    return PLDPair(one(p, q, p_tail), one(q, p, q_tail))

@@ -28,6 +28,7 @@ from privsum._negative_binomial import truncated_negative_binomial
 from privsum._validation import check_integer, check_probability, check_real, invalid
 from privsum.accounting.guarantee import Neighbouring
 from privsum.accounting.profile import PrivacyProfile
+from privsum.bitsum._loss_grid import LossGrid
 
 __all__ = [
     "pure_epsilon_bound",
@@ -50,6 +51,13 @@ _NEGLIGIBLE = 1e-250
 _MAX_PMF_LENGTH = 50_000_000
 # Truncated negative-binomial pmfs kept for reuse (calibrations evaluate the same flooding often).
 _PMF_CACHE_BYTES = 64 * 2**20
+# signed_count_dominating_profile: at least this many exact columns |X1 - X2| <= K, more until the
+# noise's pmf ratios beyond K are within a factor e^_RATIO_SPREAD of their limit; bands of X1 about
+# 1/2 wide; the most multiply-adds of its convolutions (about 10 s) before it falls back to geometric noise.
+_DOMINATING_COLUMNS = 12
+_RATIO_SPREAD = 0.008
+_BAND_RELATIVE_WIDTH = 2
+_MAX_DOMINATING_WORK = 5e10
 
 
 def _flip_probability(value: float, owner: str) -> float:
@@ -315,56 +323,171 @@ def signed_count_dominating_profile(
     """A pair dominating the two-count view of `signed_count_profile` for any noise shape, fast.
 
     ``noise_shape = 1``: the exact one-dimensional pair. Otherwise the exact two-dimensional pair
-    (`signed_count_profile_grid`) when its grid has at most ``max_exact_support`` points, and else
-    the exact pair of the same view with **geometric** noise of ratio ``a = noise_ratio *
-    min(1, noise_shape)``, which dominates it: the pmf ratios ``P(X = k)/P(X = k - 1) = p (k - 1 +
-    r)/k`` of ``X ~ NB(r, p)`` are all at least ``a``, so ``(1 - a t) / (1 - a)`` times the
-    probability generating function of ``X`` has non-negative coefficients: ``X = G + Z`` with
-    ``G ~ NB(1, a)`` and ``Z >= 0`` independent. The view ``(S + X1 + X3, X2 + X3)`` is then the
-    view with ``G1, G2`` in place of ``X1, X2``, plus the independent ``(Z1, Z2)``: a
-    post-processing, so its hockey-stick divergences are at most those of the geometric pair, in
-    both directions.
+    (`signed_count_profile_grid`) when its grid has at most ``max_exact_support`` points; else,
+    for log-concave flooding (``flooding_shape >= 1``, ``flooding_ratio > 0``), the **banded
+    pair** below; else (no flooding, or an unusually large view) the exact pair of the same view
+    with geometric noise of ratio ``noise_ratio * min(1, noise_shape)``.
 
-    This is what fewer participants than calibrated need (shares ``r m/n < 1``): the exact grid
-    grows like the square of the noise's spread (seconds to minutes), the bound costs
-    milliseconds. At ``n = 1000`` users and 900 participants it reports epsilon ``1.108`` against
-    the exact ``1.100`` (calibrated for ``1.0``), and ``0.187`` against ``0.103`` (calibrated for
-    ``0.076``); the tests check that it dominates the exact grid.
+    The banded pair. Write the view as ``(d, b) = (A - B - S, B)`` and ``N`` for the pmf of
+    ``NB(r, p)``, whose ratios ``r_k = N(k)/N(k-1) = p (k - 1 + r)/k`` are monotone in ``k`` with
+    limit ``p``. The columns ``|d| <= K`` (``K >= 12``, and ``|1 - r| / (K + 1) <= 0.008`` when
+    affordable) are computed exactly (one convolution each:
+    ``P(d, b) = sum_j N(j + d) N(j) X3(b - j)``, and ``Q(d, b) = P(d - 1, b)``). Every other
+    outcome is bounded by a likelihood-ratio interval:
+
+    * ``d > K``: ``P/Q`` is an average of ``r_k`` over ``k >= K + 1``, so it lies between ``p``
+      and ``r_{K+1}``, whatever ``b``; these outcomes form one set.
+    * ``d <= -K``: with ``i = X1`` and ``c = b + d``, each term of ``P`` is ``rho(t) / r_k`` times
+      a term of ``Q`` (``t = c - i`` the flooding count, ``rho(t) = X3(t)/X3(t - 1)``,
+      ``k >= K + 1``); ``rho`` decreases (the flooding is log-concave), so for ``i`` in a band
+      ``[i0, i1]`` the ratio lies between ``rho(c - i0) / max(p, r_{K+1})`` and
+      ``rho(c - i1) / min(p, r_{K+1})``. Splitting the terms by band (joint convexity) gives one
+      set per ``(band, c)``; bands are single values of ``i`` up to 2, then about 1/2 wide.
+
+    The exact columns and the sets are merged on a fine grid of losses by two-point splitting
+    (`privsum.bitsum._loss_grid.LossGrid`: a set with losses in an interval is dominated by two
+    outcomes at grid losses around it), so the pair has a few thousand points. Terms whose
+    partner falls outside the truncated pmfs are dropped and counted as infinite loss, with the
+    truncated tails and the lowest ``tail_mass`` of the flooding.
+
+    Against the exact grid (``n = 1000`` users, 500 to 999 participants, three calibrations in
+    the tests) the banded pair's epsilon at the calibration delta is at most 0.2% above the exact
+    one; with 900 participants: ``1.09978`` (exact ``1.09978``, calibrated for ``1.0``),
+    ``0.58521`` (``0.58521``; ``0.5``) and ``0.20438`` (``0.20436``; ``0.161``, communication
+    flooding), where geometric noise gives ``1.108``, ``0.607`` and ``0.278``. At the paper's KDE
+    setting (``n = 40,000``, 36,000 participants, calibrated epsilon ``0.0163`` at delta
+    ``6.5e-10``) it gives ``0.03238`` in about 2 s, against ``0.1217`` for geometric noise; the
+    exact grid is out of reach there (billions of points), and the bound moves by less than
+    ``1e-8`` relative when ``K`` grows to 40, the bands narrow or the tails shrink tenfold.
 
     Args:
         noise_shape: total shape ``r > 0`` of each of ``X1`` and ``X2``.
         noise_ratio: their ratio ``p`` in ``(0, 1)``.
         flooding_shape: total shape ``r' >= 0`` of the flooding pairs ``X3``.
         flooding_ratio: their ratio ``p'`` in ``[0, 1)``.
-        tail_mass: the mass dropped from each variable's upper tail (counted as infinite loss).
+        tail_mass: the mass dropped from each variable's upper tail (and the flooding's lower
+            tail in the banded pair), counted as infinite loss.
         max_exact_support: the largest exact grid computed.
 
     Privacy:
-        Replace-one; an upper bound on the profile of the view (exact for ``noise_shape = 1``
-        and for small grids), tails counted as infinite loss.
+        Replace-one; an upper bound on the profile of the view in both directions (exact for
+        ``noise_shape = 1`` and for small grids), up to floating-point rounding (relative
+        ``1e-11``); truncated tails counted as infinite loss. A dominating pair, so it composes.
 
     Examples:
         >>> bound = signed_count_dominating_profile(0.9, math.exp(-0.5), 20.0, math.exp(-0.02), max_exact_support=0)
         >>> exact = signed_count_profile_grid(0.9, math.exp(-0.5), 20.0, math.exp(-0.02))
-        >>> bool(bound.delta(0.6) >= exact.delta(0.6))
+        >>> bool(exact.delta(0.6) <= bound.delta(0.6) <= exact.delta(0.6) * 1.01)
         True
     """
     owner = "signed_count_dominating_profile"
     noise_shape = check_real(noise_shape, "noise_shape", owner, low=0.0, low_open=True)
     noise_ratio = check_probability(noise_ratio, "noise_ratio", owner, allow_zero=False)
+    flooding_shape = check_real(flooding_shape, "flooding_shape", owner, low=0.0)
+    flooding_ratio = check_probability(flooding_ratio, "flooding_ratio", owner)
+    tail_mass = check_real(tail_mass, "tail_mass", owner, low=0.0, high=1e-3, low_open=True)
     max_exact_support = check_integer(max_exact_support, "max_exact_support", owner, low=0)
-    if noise_shape != 1.0:
-        tail_mass = check_real(tail_mass, "tail_mass", owner, low=0.0, high=1e-3, low_open=True)
-        noise, _ = _truncated_nb(noise_shape, noise_ratio, tail_mass)
-        flooding, _ = _truncated_nb(
-            check_real(flooding_shape, "flooding_shape", owner, low=0.0),
-            check_probability(flooding_ratio, "flooding_ratio", owner),
-            tail_mass,
-        )
-        if (flooding.size + noise.size) * (2 * noise.size + 1) <= max_exact_support:
-            return signed_count_profile_grid(noise_shape, noise_ratio, flooding_shape, flooding_ratio, tail_mass=tail_mass)
+    if noise_shape == 1.0:
+        return signed_count_profile(1.0, noise_ratio, flooding_shape, flooding_ratio, tail_mass=tail_mass)
+    noise, _ = _truncated_nb(noise_shape, noise_ratio, tail_mass)
+    flooding, _ = _truncated_nb(flooding_shape, flooding_ratio, tail_mass)
+    if (flooding.size + noise.size) * (2 * noise.size + 1) <= max_exact_support:
+        return signed_count_profile_grid(noise_shape, noise_ratio, flooding_shape, flooding_ratio, tail_mass=tail_mass)
+    # enough columns that the ratios beyond them are within a factor e^0.008 of p (when the work allows)
+    wanted = max(_DOMINATING_COLUMNS, math.ceil(abs(1.0 - noise_shape) / _RATIO_SPREAD) - 1)
+    affordable = int(_MAX_DOMINATING_WORK / (flooding.size * noise.size) - 3) // 2
+    columns = min(wanted, affordable, noise.size - 1)
+    if flooding_shape >= 1.0 and flooding_ratio > 0.0 and columns >= min(_DOMINATING_COLUMNS, noise.size - 1):
+        return _banded_profile(noise_shape, noise_ratio, flooding_shape, flooding_ratio, tail_mass, columns)
     geometric_ratio = noise_ratio * min(1.0, noise_shape)
     return signed_count_profile(1.0, geometric_ratio, flooding_shape, flooding_ratio, tail_mass=tail_mass)
+
+
+def _banded_profile(
+    noise_shape: float, noise_ratio: float, flooding_shape: float, flooding_ratio: float, tail_mass: float, columns: int
+) -> PrivacyProfile:
+    """The banded pair of `signed_count_dominating_profile` (its docstring has the argument)."""
+    noise, noise_tail = _truncated_nb(noise_shape, noise_ratio, tail_mass)
+    full_flooding, flooding_tail = _truncated_nb(flooding_shape, flooding_ratio, tail_mass)
+    start = int(np.searchsorted(np.cumsum(full_flooding), tail_mass))  # below start: mass < tail_mass
+    flooding = full_flooding[start:]
+    last = noise.size - 1
+    grid = LossGrid()
+    negligible = tail_mass / (2 * columns + 1)  # each column's kernel drops at most this much of its tail
+    length = flooding.size + noise.size - 1  # b - start = 0, 1, ...
+
+    def column(d: int) -> np.ndarray:
+        values = np.convolve(flooding, _difference_kernel(noise, d, negligible))
+        return np.concatenate([values, np.zeros(length - values.size)])
+
+    previous = column(-columns)
+    for d in range(-columns + 1, columns + 1):
+        current = column(d)
+        grid.add_points(current, previous)
+        previous = current
+    # r_k = N(k)/N(k-1) for k > columns lies between p and r_{columns+1} (1e-9: the pmf's accuracy).
+    first = noise_ratio * (columns + noise_shape) / (columns + 1)
+    ratio_low, ratio_high = min(noise_ratio, first) * (1 - 1e-9), max(noise_ratio, first) * (1 + 1e-9)
+    suffix = np.append(np.cumsum(noise[::-1])[::-1], 0.0)  # suffix[k] = sum_{i >= k} N(i)
+    suffix_short = np.append(np.cumsum(noise[-2::-1])[::-1], [0.0, 0.0])  # the same without N(last)
+    index = np.arange(noise.size)
+    lower_q = noise * suffix[np.minimum(index + columns + 1, last + 1)]  # i -> N(i) sum_{k > i + K} N(k)
+    lower_p = noise * suffix_short[np.minimum(index + columns, last + 1)]  # i -> N(i) sum_{i+K <= k < last} N(k)
+    flooding_mass = math.fsum(flooding)
+    upper_p, upper_q = flooding_mass * math.fsum(lower_q), flooding_mass * math.fsum(lower_p)
+    grid.add(np.array([upper_p]), np.array([upper_q]), math.log(ratio_low), math.log(ratio_high))
+    _add_lower_bands(grid, flooding, start, lower_p, lower_q, flooding_shape, flooding_ratio, (ratio_low, ratio_high))
+    # mass outside the truncation, the kernels' dropped tails, and the terms dropped for a missing partner
+    dropped = 2 * noise_tail + flooding_tail + 2 * tail_mass + float(noise[-1])
+    return grid.profile(dropped + float(flooding[0]) * math.fsum(lower_p), dropped + float(flooding[-1]) * math.fsum(lower_q))
+
+
+def _difference_kernel(noise: np.ndarray, d: int, negligible: float) -> np.ndarray:
+    """``j -> N(j + d) N(j)``, the weight of ``X2 = j`` in the column ``X1 - X2 = d``, less a tail of mass ``<= negligible``."""
+    last = noise.size - 1
+    kernel = np.zeros(noise.size)
+    j = np.arange(max(0, -d), min(last, last - d) + 1)
+    kernel[j] = noise[j + d] * noise[j]
+    beyond = np.cumsum(kernel[::-1])[::-1]  # beyond[j] = mass at j and above
+    return kernel[: max(1, int(np.searchsorted(-beyond, -negligible, side="right")))]
+
+
+def _add_lower_bands(
+    grid: LossGrid,
+    flooding: np.ndarray,
+    start: int,
+    lower_p: np.ndarray,
+    lower_q: np.ndarray,
+    flooding_shape: float,
+    flooding_ratio: float,
+    ratios: tuple[float, float],
+) -> None:
+    """The outcomes ``d <= -K``, one set per band of ``X1`` and value of ``c = b + d``.
+
+    ``P`` drops the terms with the flooding at ``start`` (their ``Q`` partner is truncated),
+    ``Q`` those with the flooding at its last value.
+    """
+    end = start + flooding.size - 1
+    without_first, without_last = flooding.copy(), flooding.copy()
+    without_first[0], without_last[-1] = 0.0, 0.0
+    ratio_low, ratio_high = ratios
+    band_start, size = 0, int(np.flatnonzero(lower_p).max(initial=-1)) + 1
+    while band_start < size:
+        band_end = min(size, band_start + max(1, band_start // _BAND_RELATIVE_WIDTH))  # exclusive
+        p = np.convolve(without_first, lower_p[band_start:band_end])  # index: c - start - band_start
+        q = np.concatenate([[0.0], np.convolve(without_last, lower_q[band_start:band_end])])[: p.size]
+        c = np.arange(p.size) + start + band_start
+        t_high = np.clip(c - band_start, start + 1, end).astype(float)  # rho(t) decreases in t
+        t_low = np.clip(c - band_end + 1, start + 1, end).astype(float)
+        low = np.log(_flooding_ratio(t_high, flooding_shape, flooding_ratio) * (1 - 1e-9)) - math.log(ratio_high)
+        high = np.log(_flooding_ratio(t_low, flooding_shape, flooding_ratio) * (1 + 1e-9)) - math.log(ratio_low)
+        grid.add(p, q, low, high)
+        band_start = band_end
+
+
+def _flooding_ratio(t: np.ndarray, shape: float, ratio: float) -> np.ndarray:
+    """``X3(t)/X3(t-1) = p' (t - 1 + r')/t`` for ``X3 ~ NB(r', p')``, decreasing in ``t >= 1`` when ``r' >= 1``."""
+    return ratio * (t - 1.0 + shape) / t
 
 
 def signed_count_profile_grid(

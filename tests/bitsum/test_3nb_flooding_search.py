@@ -1,4 +1,4 @@
-"""3NB fast paths: the communication-flooding search, shared calibrations, and fewer participants than calibrated.
+"""3NB fast paths: the communication-flooding search and shared calibrations.
 
 The communication-flooding search answers its questions from fewer exact evaluations, with the same result.
 
@@ -9,19 +9,13 @@ are those of an evaluation at every question, by the monotonicity of delta in ``
 
 import math
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from privsum import InvalidParameterError
 from privsum.bitsum import ThreeNBBitSum, noise
-from privsum.bitsum.exact import (
-    signed_count_delta,
-    signed_count_dominating_profile,
-    signed_count_profile,
-    signed_count_profile_grid,
-)
+from privsum.bitsum.exact import signed_count_delta, signed_count_profile_grid
 from privsum.bitsum.noise import (
     _FLOODING_LOG_TOLERANCE,
     _FLOODING_SHAPES,
@@ -180,44 +174,3 @@ def test_calibrated_parameters_are_shared_across_user_counts_and_backed_by_the_e
     assert second.n_users == 2200 and second.event.guarantee == first.event.guarantee
     grid = signed_count_profile_grid(1.0, second.noise_ratio, second.flooding_shape, second.flooding_ratio, tail_mass=1e-16)
     assert grid.delta(0.5) <= 1e-7 * (1 + 1e-9)
-
-
-# Fewer participants than calibrated: (epsilon, delta, n, options) of small cases whose exact grid is computable.
-DROPOUT_SETTINGS = [
-    (1.0, 1e-6, 1000, {}),
-    (0.5, 1e-6, 1000, {}),
-    (0.16128114583879982, 1.3020833333333332e-09, 1000, {"flooding": "communication", "variance_factor": 4.0}),
-]
-
-
-@pytest.mark.parametrize(("epsilon", "delta", "n_users", "options"), DROPOUT_SETTINGS)
-@pytest.mark.parametrize("participants", [999, 950, 900])
-def test_fewer_participants_bound_dominates_the_exact_grid(epsilon, delta, n_users, options, participants):
-    protocol = ThreeNBBitSum.from_privacy(epsilon=epsilon, delta=delta, n_users=n_users, **options)
-    share = participants / n_users
-    args = (protocol.noise_shape * share, protocol.noise_ratio, protocol.flooding_shape * share, protocol.flooding_ratio)
-    tail = _tail_for(delta)
-    exact = signed_count_profile_grid(*args, tail_mass=tail)
-    bound = signed_count_dominating_profile(*args, tail_mass=tail, max_exact_support=0)  # the geometric bound
-    epsilons = np.concatenate([np.linspace(0.0, 3.0 * epsilon, 61), exact.breakpoints()[::50]])
-    # both count their truncated tails (at most 3 tail_mass) as infinite loss: compare above that floor
-    assert np.all(bound.delta(epsilons) >= exact.delta(epsilons) * (1 - 1e-9) - 3 * tail)
-    event = protocol.event_for_participants(participants)
-    achieved = exact.epsilon(delta)
-    assert event.guarantee.delta == delta
-    assert achieved * (1 - 1e-9) <= event.guarantee.epsilon <= max(bound.epsilon(delta), achieved) * (1 + 1e-9)
-    assert event.guarantee.epsilon >= protocol.guarantee.epsilon  # fewer users never help
-    small = signed_count_dominating_profile(*args, tail_mass=tail, max_exact_support=10**9)  # the exact grid itself
-    np.testing.assert_allclose(small.delta(epsilons), exact.delta(epsilons), rtol=1e-12, atol=0)
-
-
-def test_fewer_participants_at_the_kde_scale_get_a_finite_bound():
-    """The paper's KDE setting (n = 40,000, epsilon0 about 0.0163): the exact grid would have billions of points."""
-    protocol = ThreeNBBitSum(
-        n_users=40_000, noise_ratio=0.9842978455, flooding_shape=66.45734241501567, flooding_ratio=0.9993492558, delta=6.5e-10
-    )
-    event = protocol.event_for_participants(36_000)
-    assert protocol.guarantee.epsilon < event.guarantee.epsilon < math.inf
-    geometric = signed_count_profile(1.0, protocol.noise_ratio * 0.9, protocol.flooding_shape * 0.9, protocol.flooding_ratio)
-    assert event.guarantee.epsilon == pytest.approx(geometric.epsilon(6.5e-10), rel=1e-6)
-    assert protocol.event_for_participants(40_000) is protocol.event

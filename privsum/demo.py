@@ -28,7 +28,7 @@ import numpy as np
 from tqdm import tqdm
 
 from privsum._plotting import MISSING_MATPLOTLIB, pyplot_or_none
-from privsum.apps import PROTOCOLS, ShuffledKDEClassifier, decode_class
+from privsum.apps import PROTOCOLS, ShuffledKDEClassifier, decode_classes
 from privsum.datasets import load_vocabulary, load_wordnet_glosses
 
 __all__ = ["main", "run_demo"]
@@ -153,7 +153,8 @@ def run_demo(
             and configuration.kernel == kernels[0]
             and configuration.epsilon == epsilons[len(epsilons) // 2]
         ):
-            decoded = {c: decode_class(model, c, words, vectors, top_k=8) for c in DECODED_CLASSES if c in train.class_names}
+            labels = [c for c in DECODED_CLASSES if c in train.class_names]
+            decoded = decode_classes(model, words, vectors, labels=labels, top_k=8)
     bar.close()
     return results, decoded
 

@@ -76,7 +76,7 @@ class PLDPair:
         """PLDs of the profile's (dominating) pair, pessimistically discretised.
 
         A sampled envelope (`~privsum.accounting.envelope.SampledEnvelope`) carries its exact
-        losses: they are rounded up from those rather than from logarithms of its masses, so a
+        losses: they are discretised from those rather than from logarithms of its masses, so a
         loss that is a multiple of ``discretization`` (all of them but the extra samples' at the
         envelope's ``loss_step``) is represented exactly.
         """

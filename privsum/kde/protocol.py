@@ -861,8 +861,8 @@ def _tight_calibration(build: Any, *, epsilon: float, delta: float, delta0: floa
     the target, to ``_START_RTOL`` (a start); a bit sum whose event is that worst mechanism (a
     `GuaranteeEvent`) then gets it to ``_CALIBRATION_RTOL``. A bit sum with an exact profile is
     composed by its profile, searched from there to ``_CALIBRATION_RTOL`` by a centred search: its
-    composed epsilon (PLD, losses rounded up to a ``1e-4`` grid) is a sawtooth in ``epsilon0``
-    with teeth about 0.45% high (the rounded main loss atom jumps a grid step), higher than the band.
+    composed epsilon (PLD on a ``1e-4`` grid) is not quite smooth in ``epsilon0`` (the profile's
+    atoms move across grid points), so guesses aim at the middle of the accepted band.
     """
     seed_start = seed_per_instance_epsilon(epsilon, 1, count, delta / 2)
     generic_values: dict[float, float] = {}

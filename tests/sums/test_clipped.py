@@ -490,7 +490,7 @@ def test_zero_out_runs_every_instance_at_the_full_budget():
         assert full.guarantee.epsilon == pytest.approx(2 * half.guarantee.epsilon, rel=1e-9)
     guarantee = zero_out.guarantee
     assert guarantee.neighbouring.value == "zero-out" and guarantee.epsilon <= 1.0 and guarantee.delta <= 1e-6
-    assert zero_out.event.pld().epsilon(1e-6) <= 1.0 + 1e-9
+    assert zero_out.event.pld().epsilon(1e-6) <= 1.0 + 3e-9  # the PLD's epsilon is rounded up by a relative 1e-9
     implied = zero_out_to_replace_one(guarantee)
     assert implied.epsilon == pytest.approx(2 * guarantee.epsilon) and implied.neighbouring.value == "replace-one"
     assert np.all(zero_out.thresholds < replace.thresholds)

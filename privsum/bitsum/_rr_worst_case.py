@@ -160,8 +160,8 @@ def worst_case_epsilon(
     (which is `block_pair` for blocks too small to keep any coin).
 
     With a ``work`` budget (binomial-window points over the pairs evaluated) only ``k = 0`` is
-    seeded, the scan goes up from it (where the largest epsilons are) and, once half of the
-    budget is spent, settles blocks within `_LOOSE_RTOL` of ``lower`` instead of ``rtol``; should
+    seeded, the scan goes up from it (where the largest epsilons are) and, once `_EXACT_SHARE` of
+    the budget is spent, settles blocks within `_LOOSE_RTOL` of ``lower`` instead of ``rtol``; should
     the budget run out with the neighbours from some ``k`` on still to cover, those are covered by
     `_COARSE_BLOCKS` equal coin blocks whose exact epsilons join the result. Always an upper bound;
     its slack above the maximum is ``rtol`` when the budget suffices, else up to about a percent.
@@ -169,7 +169,7 @@ def worst_case_epsilon(
     lower = 0.0
     upper = 0.0
     budget = _Work(work)
-    loose_after = -math.inf if work is None else budget.left * 0.5  # budget left when the loose rtol starts
+    loose_after = -math.inf if work is None else budget.left * (1.0 - _EXACT_SHARE)  # left when the loose rtol starts
     half = (n_users - 1) // 2
 
     def attempt(first: int, last: int) -> bool:
@@ -198,10 +198,11 @@ def worst_case_epsilon(
     return max(lower, upper)
 
 
-# Relative slack of blocks settled after a third of a budgeted scan's work.
+# Share of a budgeted scan's work spent at ``rtol``; blocks after it settle within _LOOSE_RTOL.
+_EXACT_SHARE = 0.65
 _LOOSE_RTOL = 1e-3
 # Blocks covering what a budgeted scan left, their pairs' tail mass and FFT error, as shares of delta.
-_COARSE_BLOCKS = 10
+_COARSE_BLOCKS = 8
 _COARSE_TAIL_SHARE = 1e-5
 _COARSE_FFT_SHARE = 1e-3
 

@@ -151,8 +151,9 @@ class RRBitSum(_FlippedReports):
         about 10^5 users at ``q = 1/4``, far more at smaller ``q``), within ``1e-3`` while a
         looser search does, and beyond within about a percent (measured at ``q = 1/4``: 0.1 % at
         560,000 users, 0.2 % at 10^6, 1.0 % at 10^7, 1.2 % at 10^9, each in under a second);
-        `rr_worst_case_epsilon` gives the ``1e-9`` one at any size and cost. The worst ``k`` depends on epsilon (at ``n = 10^5``, ``q = 3.4e-4``
-        it is ``k = 0`` at epsilon 1 but ``k = 263`` at epsilon 0.7), so no single neighbour
+        `rr_worst_case_epsilon` gives the ``1e-9`` one at any size and cost. The worst ``k``
+        depends on epsilon (at ``n = 10^5``, ``q = 3.4e-4`` it is ``k = 0`` at epsilon 1 but
+        ``k = 263`` at epsilon 0.7), so no single neighbour
         dominates at every epsilon. The maximum of all their profiles is still a privacy profile
         with a dominating pair (Zhu, Dong & Wang, AISTATS 2022): with ``composition="profile"``
         (default) the event is a `ProfileEvent` holding that pair (`rr_worst_case_profile`,

@@ -21,7 +21,7 @@ from privsum._random import RNGLike, as_generator
 from privsum._validation import check_choice, check_delta, check_epsilon, check_integer, invalid
 from privsum.accounting.cache import cached_calibration
 from privsum.accounting.events import ComposedEvent, GuaranteeEvent, PrivacyEvent
-from privsum.accounting.gaussian import gaussian_sigma
+from privsum.accounting.gaussian import gaussian_epsilon, gaussian_sigma
 from privsum.accounting.guarantee import PrivacyGuarantee
 from privsum.accounting.homogeneous import optimal_composition, optimal_composition_floor
 from privsum.accounting.pld import DEFAULT_DISCRETIZATION
@@ -29,7 +29,7 @@ from privsum.bitsum import bitsum_protocol
 from privsum.bitsum.base import BitSumProtocol
 from privsum.bitsum.central import CentralGaussianBitSum, CentralLaplaceBitSum, ExactBitSum
 from privsum.bitsum.rr import RRBitSum, worst_case_event
-from privsum.exceptions import PrivacyLeakWarning
+from privsum.exceptions import InvalidParameterError, PrivacyLeakWarning
 from privsum.kde.function import KDEFunction
 from privsum.kde.theory import seed_composition_epsilon, seed_per_instance_epsilon, sup_rmse_bound
 from privsum.lsq.base import LSQFamily
@@ -69,6 +69,8 @@ _LARGEST_FLIP_LEVEL = 1e12
 _FLIP_LEVEL_SLOPE = 0.5
 # The search starts this factor below the Gaussian estimate's level (more noise: usually feasible).
 _FLIP_START_MARGIN = 0.95
+# Relative step of the Gaussian estimate's slope.
+_SLOPE_STEP = 1.01
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -917,8 +919,29 @@ def _flip_search(make: Any, *, n_users: int, epsilon: float, delta: float, delta
         return _composed_guarantee(ComposedEvent(event, count), delta).epsilon
 
     start = max(_FLIP_START_MARGIN * (1.0 / _gaussian_flip_estimate(epsilon, delta, n_users, count) - 2.0), 1e-9)
-    level, _ = _largest_feasible(composed, epsilon, start, _LARGEST_FLIP_LEVEL, _FLIP_LEVEL_SLOPE, centred=True)
+    slope = _gaussian_level_slope(start, delta, n_users, count)
+    level, _ = _largest_feasible(composed, epsilon, start, _LARGEST_FLIP_LEVEL, slope, centred=True)
     return make(RRBitSum(n_users=n_users, flip_probability=1.0 / (level + 2.0), delta=delta0))
+
+
+def _gaussian_level_slope(level: float, delta: float, n_users: int, count: int) -> float:
+    """The log-log slope of the composed epsilon in the level ``1/q - 2`` were RR's count Gaussian (a first step's guess).
+
+    Falls back to `_FLIP_LEVEL_SLOPE` where the Gaussian composition has no finite epsilon.
+    """
+
+    def composed(at: float) -> float:
+        flip = 1.0 / (at + 2.0)
+        per_run = (1.0 - 2.0 * flip) / math.sqrt(max(n_users - 1, 1) * flip * (1.0 - flip))
+        return gaussian_epsilon(delta, sigma=1.0 / (per_run * math.sqrt(count)), sensitivity=1.0)
+
+    try:
+        low, high = composed(level), composed(level * _SLOPE_STEP)
+    except InvalidParameterError:
+        return _FLIP_LEVEL_SLOPE
+    if not (0.0 < low < high < math.inf):
+        return _FLIP_LEVEL_SLOPE
+    return math.log(high / low) / math.log(_SLOPE_STEP)
 
 
 def _gaussian_flip_estimate(epsilon: float, delta: float, n_users: int, count: int) -> float:

@@ -13,10 +13,14 @@ data-processing inequality ``delta_k(e) <= delta'_a(e)`` for every ``e``, both d
 ``delta'`` is the pair of ``n - m`` users with ``a`` ones among the others. One pair bounds a block.
 
 The scans below evaluate a few neighbours exactly (``0``, ``(n-1)/2`` and a geometric sequence in
-between), then cover the remaining ones by blocks from ``k = 0`` upwards, doubling a block's size
-after it is settled by its bound and halving it otherwise; a single neighbour is evaluated
-exactly. Every neighbour is covered by a settled block or an exact evaluation, so the results
-are upper bounds on the exact maximum, and their slack above it is the settle rule's.
+between), then cover the remaining ones by blocks from ``k = 0`` upwards (`cover`: each block a
+factor larger than the last settled one, the factor shrinking after a block its bound does not
+settle); a single neighbour is evaluated exactly, and larger blocks are bounded by
+`coin_block_pair`, which keeps part of the dropped users' noise. Every neighbour is covered by a
+settled block or an exact evaluation, so the results are upper bounds on the exact maximum, and
+their slack above it is the settle rule's. With a work budget (window points over the pairs
+evaluated) a scan seeds only ``k = 0`` and covers what is left when the budget runs out with a
+few coarse blocks, whose bounds join the result: the time is bounded, the slack grows.
 """
 
 from __future__ import annotations

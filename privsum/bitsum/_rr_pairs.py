@@ -40,9 +40,12 @@ from privsum._convolution import convolve_pmfs, fft_error_bound
 from privsum.accounting.guarantee import Neighbouring
 from privsum.accounting.profile import PrivacyProfile
 
-__all__ = ["CountPair", "binomial_window", "count_pair"]
+__all__ = ["CountPair", "binomial_window", "count_pair", "largest_crowd", "window_points"]
 
 _SMALLEST_TAIL = math.ulp(0.0)  # 5e-324, the smallest positive float
+# Direct multiply-adds a pair spends on its coins' convolution (about 0.05 s); where more would be
+# needed (no FFT within the error allowed) the pair leaves the coins out.
+_COIN_DIRECT_WORK = 2 * 10**8
 # Points per round of the coarse-to-fine searches over the count.
 _SEARCH_POINTS = 65
 # Pairs whose full convolution costs at most this many multiply-adds are convolved directly and
@@ -111,16 +114,54 @@ def binomial_window(trials: int, flip: float, tail_mass: float) -> tuple[np.ndar
         pmf, low, cut = np.ones(1), 0, 0.0
     else:
         tail_mass = max(tail_mass, _SMALLEST_TAIL)  # a larger cut is still bounded (and reported): no log(1/0)
-        log_term = math.log(1.0 / tail_mass) if tail_mass > 1e-300 else -math.log(tail_mass)
-        mean = trials * flip
-        radius = log_term / 3.0 + math.sqrt((log_term / 3.0) ** 2 + 2.0 * mean * (1.0 - flip) * log_term)
-        low = max(0, math.ceil(mean - radius - 1e-9))  # values below low are < mean - radius
-        high = min(trials, math.floor(mean + radius + 1e-9))  # values above high are > mean + radius
+        low, high = _window_bounds(trials, flip, tail_mass)
         cut = (tail_mass if low > 0 else 0.0) + (tail_mass if high < trials else 0.0)
         pmf = binomial_pmf(low, high, trials, flip)
     pmf.setflags(write=False)
     _WINDOWS.put(key, (pmf, low, cut), pmf.nbytes)
     return pmf, low, cut
+
+
+def _coins_affordable(first: np.ndarray, second: np.ndarray, allowed_error: float) -> bool:
+    """Whether convolving the two shorter factors is cheap: short enough to be direct, or an FFT within ``allowed_error``."""
+    work = first.size * second.size
+    return work <= _COIN_DIRECT_WORK or fft_error_bound(first, second) <= allowed_error
+
+
+def _window_bounds(trials: int, flip: float, tail_mass: float) -> tuple[int, int]:
+    """``low, high`` of `binomial_window`: ``mean -/+ s``, ``s`` from Bernstein's inequality at ``tail_mass``."""
+    log_term = -math.log(tail_mass)
+    mean = trials * flip
+    radius = log_term / 3.0 + math.sqrt((log_term / 3.0) ** 2 + 2.0 * mean * (1.0 - flip) * log_term)
+    low = max(0, math.ceil(mean - radius - 1e-9))  # values below low are < mean - radius
+    high = min(trials, math.floor(mean + radius + 1e-9))  # values above high are > mean + radius
+    return low, high
+
+
+def window_points(trials: int, flip: float, tail_mass: float) -> int:
+    """Points of `binomial_window` for these arguments, computed without building it."""
+    if trials == 0:
+        return 1
+    low, high = _window_bounds(trials, flip, max(tail_mass, _SMALLEST_TAIL))
+    return high - low + 1
+
+
+def largest_crowd(flip: float, tail_mass: float, points: int) -> int:
+    """The largest ``n`` whose others' window, `binomial_window` of ``n - 1`` trials, has at most ``points`` points.
+
+    Every window a worst-case computation for ``n`` users builds (others holding 0, others
+    holding 1, fair coins of the dropped users) is at most that wide, for ``flip < 1/2``.
+    """
+    low, high = 1, 2**63 - 1
+    if window_points(high - 1, flip, tail_mass) <= points:
+        return high
+    while low < high:  # window_points grows with the trials
+        middle = (low + high + 1) // 2
+        if window_points(middle - 1, flip, tail_mass) <= points:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def count_pair(zeros: int, ones: int, flip: float, tail_mass: float, fft_delta_error: float = 0.0, coins: int = 0) -> CountPair:
@@ -167,9 +208,12 @@ class CountPair:
             factors.append((fair, fair_low))
             factors.sort(key=lambda factor: factor[0].size)
             (first, first_low), (second, second_low) = factors[0], factors[1]
-            merged, error = convolve_pmfs(first, second, allowed_error=fft_delta_error * flip)
-            factors = [(merged, first_low + second_low), factors[2]]
-            cut += fair_cut + error / flip
+            if _coins_affordable(first, second, fft_delta_error * flip):
+                merged, error = convolve_pmfs(first, second, allowed_error=fft_delta_error * flip)
+                factors = [(merged, first_low + second_low), factors[2]]
+                cut += fair_cut + error / flip
+            else:  # without the coins' noise the pair dominates the one with it (data processing)
+                factors = [factor for factor in factors if factor[0] is not fair]
         self.cut = min(1.0, cut)
         (long, long_low), (short, short_low) = sorted(factors, key=lambda factor: -factor[0].size)
         self._long, self._short = long, short

@@ -33,7 +33,7 @@ import numpy as np
 
 from privsum.bitsum._rr_pairs import CountPair, count_pair
 
-__all__ = ["meets_target", "worst_case_deltas", "worst_case_epsilon", "worst_case_samples"]
+__all__ = ["OutOfWorkError", "meets_target", "worst_case_deltas", "worst_case_epsilon", "worst_case_samples"]
 
 
 class _ViolationError(Exception):
@@ -65,7 +65,8 @@ def coin_block_pair(
     """
     users = last - first
     mean, variance = users * 2.0 * flip, users * 2.0 * flip * (1.0 - 2.0 * flip)
-    log_term = math.log(1.0 / tail_mass)
+    tail_mass = max(tail_mass, math.ulp(0.0))  # a larger tail is still bounded (and added): no log(1/0)
+    log_term = -math.log(tail_mass)
     radius = log_term / 3.0 + math.sqrt((log_term / 3.0) ** 2 + 2.0 * variance * log_term)
     coins = max(0, math.ceil(mean - radius))  # P(S < coins) <= exp(-radius^2 / (2 (var + radius/3))) = tail
     pair = count_pair(n_users - 1 - last, first, flip, tail_mass, fft_delta_error, coins)
@@ -79,12 +80,17 @@ def seed_ks(half: int) -> list[int]:
     return sorted({0, half, *np.unique(np.geomspace(1, half, 24).astype(int)).tolist()})
 
 
-class _OutOfWorkError(Exception):
-    """The work budget ran out before the block starting at ``first`` (neighbours below it are covered)."""
+class OutOfWorkError(Exception):
+    """A work budget ran out before the block starting at ``first`` (neighbours below it are covered)."""
 
     def __init__(self, first: int) -> None:
         super().__init__(first)
         self.first = first
+
+
+# Window points a pair is charged at least: its fixed cost (building it, a search over its count)
+# is about that of a pair this wide, so many narrow pairs cannot outlast the budget's time.
+_PAIR_OVERHEAD_POINTS = 2048
 
 
 class _Work:
@@ -94,8 +100,9 @@ class _Work:
         self.left = math.inf if budget is None else budget
 
     def spend(self, first: int, points: int) -> None:
+        points = max(points, _PAIR_OVERHEAD_POINTS)
         if self.left < points:
-            raise _OutOfWorkError(first)
+            raise OutOfWorkError(first)
         self.left -= points
 
 
@@ -127,18 +134,26 @@ def cover(half: int, attempt: Callable[[int, int], bool], *, seeds: list[int] | 
         first = stop + 1  # past the seed
 
 
-def meets_target(n_users: int, flip: float, epsilon: float, threshold: float, *, tail_mass: float) -> tuple[bool, int, float]:
+def meets_target(
+    n_users: int, flip: float, epsilon: float, threshold: float, *, tail_mass: float, work: float | None = None
+) -> tuple[bool, int, float]:
     """Whether every neighbour's delta at ``epsilon`` is at most ``threshold``.
 
     Returns ``(meets, k, bound)``: when it does not, a violating ``k`` and its delta; when it
     does, an upper bound on every neighbour's delta at ``epsilon`` (the largest of the settled
     blocks' bounds and exactly evaluated neighbours), at most ``threshold``.
+
+    Raises:
+        OutOfWorkError: the scan needs more than ``work`` window points (``None``: unlimited).
     """
     largest = 0.0
+    budget = _Work(work)
 
     def attempt(first: int, last: int) -> bool:
         nonlocal largest
-        value = block_pair(n_users, flip, first, last, tail_mass).delta_at(epsilon)
+        pair = block_pair(n_users, flip, first, last, tail_mass)
+        budget.spend(first, pair.width)
+        value = pair.delta_at(epsilon)
         if value <= threshold:
             largest = max(largest, value)
             return True
@@ -197,8 +212,8 @@ def worst_case_epsilon(
 
     try:
         cover(half, attempt, seeds=None if work is None else [0])
-    except _OutOfWorkError as stop:
-        upper = max(upper, _coarse_epsilon(n_users, flip, delta, stop.first, half))
+    except OutOfWorkError as stop:
+        upper = max(upper, _coarse_epsilon(n_users, flip, delta, stop.first, half, max(lower, upper)))
     return max(lower, upper)
 
 
@@ -208,7 +223,7 @@ _LOOSE_RTOL = 1e-3
 # Blocks covering what a budgeted scan left, their pairs' tail mass and FFT error, as shares of delta.
 _COARSE_BLOCKS = 8
 _COARSE_TAIL_SHARE = 1e-5
-_COARSE_FFT_SHARE = 1e-3
+_COARSE_FFT_SHARE = 1e-2
 
 
 def _coarse_blocks(first: int, half: int) -> list[tuple[int, int]]:
@@ -217,13 +232,20 @@ def _coarse_blocks(first: int, half: int) -> list[tuple[int, int]]:
     return [(int(start), int(stop) - 1) for start, stop in itertools.pairwise(edges)]
 
 
-def _coarse_epsilon(n_users: int, flip: float, delta: float, first: int, half: int) -> float:
-    """The largest epsilon of the coin blocks of `_coarse_blocks` covering ``first..half``."""
+def _coarse_epsilon(n_users: int, flip: float, delta: float, first: int, half: int, settled: float) -> float:
+    """An upper bound on the epsilons of the coin blocks of `_coarse_blocks` covering ``first..half``.
+
+    A block whose bound meets ``delta`` at ``settled`` (an epsilon already in the result) adds
+    nothing; the others add their exact epsilons.
+    """
+    if not math.isfinite(settled):
+        return settled
     tail = _COARSE_TAIL_SHARE * delta
     largest = 0.0
     for start, last in _coarse_blocks(first, half):
         pair, extra = coin_block_pair(n_users, flip, start, last, tail, _COARSE_FFT_SHARE * delta)
-        largest = max(largest, pair.epsilon(delta - extra))
+        if pair.delta_at(max(settled, largest)) + extra > delta:
+            largest = max(largest, pair.epsilon(delta - extra))
     return largest
 
 
@@ -332,7 +354,7 @@ def worst_case_samples(
 
     try:
         cover(half, attempt, seeds=None if work is None else [0])
-    except _OutOfWorkError as out:
+    except OutOfWorkError as out:
         if stop is None:
             small = np.flatnonzero(lower <= atol / 10)
             stop = int(small[0]) + 1 if small.size else size

@@ -7,6 +7,7 @@ References:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from dataclasses import dataclass
@@ -21,8 +22,14 @@ from privsum.accounting.envelope import SampledEnvelope, symmetric_pair_from_sam
 from privsum.accounting.events import GuaranteeEvent, PrivacyEvent, ProfileEvent
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
 from privsum.accounting.profile import PrivacyProfile, randomized_response_profile
-from privsum.bitsum._rr_pairs import count_pair
-from privsum.bitsum._rr_worst_case import meets_target, worst_case_deltas, worst_case_epsilon, worst_case_samples
+from privsum.bitsum._rr_pairs import count_pair, largest_crowd, window_points
+from privsum.bitsum._rr_worst_case import (
+    OutOfWorkError,
+    meets_target,
+    worst_case_deltas,
+    worst_case_epsilon,
+    worst_case_samples,
+)
 from privsum.bitsum.base import BitSumProtocol, check_calibration, instance_ids
 from privsum.exceptions import InvalidParameterError
 from privsum.shuffle.histogram import MessageHistogram
@@ -151,7 +158,11 @@ class RRBitSum(_FlippedReports):
         about 10^5 users at ``q = 1/4``, far more at smaller ``q``), within ``1e-3`` while a
         looser search does, and beyond within about a percent (measured at ``q = 1/4``: 0.1 % at
         560,000 users, 0.2 % at 10^6, 1.0 % at 10^7, 1.2 % at 10^9, each in under a second);
-        `rr_worst_case_epsilon` gives the ``1e-9`` one at any size and cost. The worst ``k``
+        `rr_worst_case_epsilon` gives the ``1e-9`` one at any cost. It never exceeds the local
+        epsilon ``log((1-q)/q)``. A crowd whose count window would pass 2^20 points
+        (``n q (1-q)`` above about 3 10^9 at ``delta = 1e-8``) gets the bound of the largest crowd
+        within it: ``n`` users' count is that crowd's plus an independent count, so the bound
+        holds, but it stops falling with ``n``. The worst ``k``
         depends on epsilon (at ``n = 10^5``, ``q = 3.4e-4`` it is ``k = 0`` at epsilon 1 but
         ``k = 263`` at epsilon 0.7), so no single neighbour
         dominates at every epsilon. The maximum of all their profiles is still a privacy profile
@@ -159,7 +170,9 @@ class RRBitSum(_FlippedReports):
         (default) the event is a `ProfileEvent` holding that pair (`rr_worst_case_profile`,
         sampled upper bounds joined by chords, which lie above the convex maximum), so PLD
         composition composes RR by its worst case over every neighbour (exactly at the
-        profile's own step, its `native_discretization`); with ``composition="guarantee"`` it
+        profile's own step, its `native_discretization`), for crowds with ``n q (1-q)`` up to
+        about 5 10^8 (beyond, its samples would take minutes and the event is the headline as a
+        generic (epsilon, delta) pair); with ``composition="guarantee"`` it
         is a `GuaranteeEvent` composing as a generic (epsilon, delta) mechanism (also
         `generic_event`, for comparison).
 
@@ -202,7 +215,10 @@ class RRBitSum(_FlippedReports):
             n_users: users taking part.
             calibration: ``"tight"``: bisection on ``q`` against a growing set of neighbours, the
                 result checked against every neighbour (branch and bound, no slack: a block is
-                settled only when its dominating pair meets the target); ``"analytic"``: CSUZZ19 as in the paper's
+                settled only when its dominating pair meets the target); where that check needs
+                more than a fixed amount of work (about 10^8 users and more at small epsilon),
+                the least ``q`` whose headline meets the target (a percent or so above the
+                tight one); ``"analytic"``: CSUZZ19 as in the paper's
                 reference code, ``lambda = 64 log(4/delta)/epsilon^2`` if
                 ``epsilon >= sqrt(192 log(4/delta)/n)``, else
                 ``lambda = n - epsilon n^1.5/sqrt(432 log(4/delta))``; ``q = lambda/(2n)``.
@@ -232,6 +248,10 @@ class RRBitSum(_FlippedReports):
             protocol = cls(n_users=n_users, flip_probability=flip, delta=delta, composition=composition)
             protocol.__dict__["event"] = _rr_event(epsilon, delta)  # pre-fill the cached property
             return protocol
+        if not _profile_computable(n_users, flip, delta):  # a crowd too large for the profile: the verified target
+            protocol = cls(n_users=n_users, flip_probability=flip, delta=delta, composition=composition)
+            protocol.__dict__["event"] = _rr_event(epsilon, delta)
+            return protocol
         if flip > 1.0 / (1.0 + math.exp(epsilon)):  # delta below the bounds' accuracy: the epsilon-LDP flip
             protocol = cls(n_users=n_users, flip_probability=flip, delta=delta, composition=composition)
             local = randomized_response_profile(math.log((1.0 - flip) / flip))  # dominates the shuffled output
@@ -244,7 +264,8 @@ class RRBitSum(_FlippedReports):
                 protocol.__dict__["event"] = ProfileEvent(profile, PrivacyGuarantee(epsilon, delta, Neighbouring.REPLACE_ONE))
                 return protocol
             flip = min(flip * (1.0 + 1e-3), 1.0 / (1.0 + math.exp(epsilon)))
-            bound = _meets_target(n_users, flip, epsilon, delta)[2]
+            with contextlib.suppress(OutOfWorkError):  # a larger q keeps the bound: RR(q') garbles RR(q)
+                bound = _meets_target(n_users, flip, epsilon, delta)[2]
         raise RuntimeError("RRBitSum: the worst-case profile misses the calibrated target")  # pragma: no cover
 
     @functools.cached_property
@@ -271,7 +292,7 @@ class RRBitSum(_FlippedReports):
         return self._event_for(n_participants)
 
     def _event_for(self, n_participants: int) -> PrivacyEvent:
-        if self.composition == "guarantee":
+        if self.composition == "guarantee" or not _profile_computable(n_participants, self.flip_probability, self.delta):
             return _rr_event(_headline_epsilon(n_participants, self.flip_probability, self.delta), self.delta)
         epsilon = _headline_epsilon(n_participants, self.flip_probability, self.delta)
         # every neighbour's epsilon at delta is at most this epsilon, so every delta at it is at most delta
@@ -356,7 +377,9 @@ def _worst_case_profile(n_users: int, flip: float, delta: float, epsilon: float,
     ``bound`` must be an upper bound on every neighbour's delta at ``epsilon``, already proved by
     the caller (the calibration's verification, or the verified epsilon at ``delta``).
     """
-    grid, upper = _regular_samples(n_users, flip, _profile_atol(delta), _PROFILE_RESOLUTION, _ENVELOPE_STRETCH, _ENVELOPE_RTOL)
+    atol = _profile_atol(delta)
+    crowd = _computed_crowd(n_users, flip, _profile_tail(atol))
+    grid, upper = _regular_samples(crowd, flip, atol, _PROFILE_RESOLUTION, _ENVELOPE_STRETCH, _ENVELOPE_RTOL)
     return _envelope(grid, upper, np.array([epsilon]), np.array([bound]))
 
 
@@ -366,7 +389,9 @@ def worst_case_event(n_users: int, flip: float, delta: float) -> ProfileEvent:
     The same pair as `RRBitSum.event`'s but without the verified headline sample (so without its
     search over every neighbour for the headline): for calibrations that only compose it.
     """
-    grid, upper = _regular_samples(n_users, flip, _profile_atol(delta), _PROFILE_RESOLUTION, _ENVELOPE_STRETCH, _ENVELOPE_RTOL)
+    atol = _profile_atol(delta)
+    crowd = _computed_crowd(n_users, flip, _profile_tail(atol))
+    grid, upper = _regular_samples(crowd, flip, atol, _PROFILE_RESOLUTION, _ENVELOPE_STRETCH, _ENVELOPE_RTOL)
     return ProfileEvent.at_delta(_envelope(grid, upper, np.zeros(0), np.zeros(0)), delta)
 
 
@@ -419,6 +444,19 @@ _PROFILE_ATOL_SHARE = 1e-3
 # suffices, a bound with up to about a percent of slack beyond (very large n q (1-q)).
 _HEADLINE_WORK = 4e6
 _PROFILE_WORK = 4e6
+# Widest binomial window (points; 8 MiB of float64) a worst-case computation builds. RRBitSum's
+# headline and profile for a larger crowd (n q (1 - q) above about 3 10^9 at delta = 1e-8) are
+# those of the largest crowd within it, an upper bound (`_computed_crowd`); the functions exact
+# to 1e-9 refuse such crowds.
+_WIDEST_WINDOW = 2**20
+# Widest window of a protocol's worst-case profile: the samples of a larger crowd (n q (1 - q)
+# above about 5 10^8) would take minutes, so its event is the verified headline as a generic
+# (epsilon, delta) pair.
+_PROFILE_WIDEST_WINDOW = 2**19
+# Work of the tight calibration's check over every neighbour; beyond it the headline decides.
+_VERIFY_WORK = 4e6
+# Steps of the headline-decided calibration before it settles for the epsilon-LDP flip.
+_HEADLINE_STEPS = 16
 
 
 def rr_worst_case_delta_bound(
@@ -458,6 +496,7 @@ def rr_worst_case_delta_bound(
     n_users = check_integer(n_users, "n_users", owner, low=1)
     flip = _checked_flip(flip_probability, owner)
     eps = _checked_epsilons(epsilons, owner)
+    n_users = _check_computable(n_users, flip, _TAIL_MASS, owner)
     upper, worst_k = worst_case_deltas(n_users, flip, eps, rtol=_BOUND_RTOL, atol=4 * _TAIL_MASS, tail_mass=_TAIL_MASS)
     return (upper, np.full(eps.size, worst_k, dtype=np.int64)) if return_worst_k else upper
 
@@ -476,6 +515,10 @@ def rr_worst_case_epsilon(n_users: int, flip_probability: float, delta: float) -
     ``sqrt(n)``): at 10^6 users and ``q = 1/4`` this takes seconds. `RRBitSum`'s headline bounds
     the work instead (and its slack, stated there).
 
+    Raises:
+        InvalidParameterError: ``n_users`` so large that a binomial window of the others' count
+            would pass 2^20 points (``n q (1-q)`` above about 2 10^9).
+
     Args:
         n_users: users taking part.
         flip_probability: the RR flip probability in ``(0, 0.5)``.
@@ -490,7 +533,7 @@ def rr_worst_case_epsilon(n_users: int, flip_probability: float, delta: float) -
     n_users = check_integer(n_users, "n_users", owner, low=1)
     flip = _checked_flip(flip_probability, owner)
     delta = check_delta(delta, owner, allow_zero=False)
-    return _verified_epsilon(n_users, flip, delta)
+    return _verified_epsilon(_check_computable(n_users, flip, _bound_tail(delta), owner), flip, delta)
 
 
 def rr_worst_case_profile(
@@ -554,6 +597,7 @@ def rr_worst_case_profile(
     largest_loss = _largest_loss(flip)
     if math.ceil(largest_loss / resolution) > 1_000_000:
         raise invalid("resolution", owner, f"coarse enough for at most 10^6 samples up to epsilon {largest_loss:.3g}", resolution)
+    n_users = _check_computable(n_users, flip, min(_profile_tail(atol), _TAIL_MASS, atol * 1e-9), owner)
     grid, upper = _regular_samples(n_users, flip, atol, resolution, stretch, rtol)
     extra = extra[extra < largest_loss]
     tight = np.zeros(0)
@@ -641,8 +685,13 @@ def _meets_target(n_users: int, flip: float, epsilon: float, delta: float) -> tu
     Returns ``(meets, k, bound)``: a violating ``k`` when it does not meet the target, and
     ``bound``, an upper bound on every neighbour's delta at ``epsilon`` when it does (the largest
     bound of the settled blocks and exactly evaluated neighbours).
+
+    Raises:
+        OutOfWorkError: the check needs more than `_VERIFY_WORK`.
     """
-    return meets_target(n_users, flip, epsilon, delta * (1 + _RTOL), tail_mass=_bound_tail(delta))
+    tail = _bound_tail(delta)
+    crowd = _computed_crowd(n_users, flip, tail)
+    return meets_target(crowd, flip, epsilon, delta * (1 + _RTOL), tail_mass=tail, work=_VERIFY_WORK)
 
 
 def _tight_flip_probability(epsilon: float, delta: float, n_users: int) -> tuple[float, float]:
@@ -653,6 +702,7 @@ def _tight_flip_probability(epsilon: float, delta: float, n_users: int) -> tuple
     """
     local = 1.0 / (1.0 + math.exp(epsilon))  # epsilon-LDP: meets any delta
     tail = _bound_tail(delta)
+    n_users = _computed_crowd(n_users, local, tail)  # every q searched is below local: narrower windows
     candidates = {0}
     log_start = None
     for _ in range(40):
@@ -669,7 +719,10 @@ def _tight_flip_probability(epsilon: float, delta: float, n_users: int) -> tuple
         except InvalidParameterError:  # delta below the numerical accuracy of the bound: epsilon-LDP meets any delta
             return local * (1.0 + 1e-12), delta  # rounded towards more privacy: its local epsilon is below epsilon
         flip = min(math.exp(log_flip), local)
-        meets, violating_k, bound = _meets_target(n_users, flip, epsilon, delta)
+        try:
+            meets, violating_k, bound = _meets_target(n_users, flip, epsilon, delta)
+        except OutOfWorkError:  # too many neighbours to verify one by one: the budgeted headline decides
+            return _headline_flip_probability(epsilon, delta, n_users, flip), delta
         if meets:
             return flip, bound
         candidates.add(violating_k)
@@ -677,15 +730,78 @@ def _tight_flip_probability(epsilon: float, delta: float, n_users: int) -> tuple
     raise RuntimeError("RRBitSum: tight calibration did not converge; use calibration='analytic'")  # pragma: no cover
 
 
+def _headline_flip_probability(epsilon: float, delta: float, n_users: int, flip: float) -> float:
+    """A ``q`` at least ``flip`` whose headline (`_headline_epsilon`) is at most ``epsilon``, near the least such.
+
+    Every neighbour's delta at the headline, hence at ``epsilon``, is then at most ``delta``.
+    ``flip`` must be a lower bound (tight against some neighbours). The headline's slack (about a
+    percent at most) makes ``q`` up to a few percent larger than the tight one. Steps up scale
+    ``q`` by the squared ratio of the headline to the target (epsilon falls about as
+    ``1/sqrt(q)`` here); once a ``q`` meets the target, bisection (in ``log q``) narrows the gap
+    to a relative ``1e-3`` within `_HEADLINE_STEPS` headlines in all.
+    """
+    local = 1.0 / (1.0 + math.exp(epsilon))
+    low, high = flip, None  # low misses the target (or is the lower bound); high meets it
+    for _ in range(_HEADLINE_STEPS):
+        if high is None:
+            trial = flip
+        elif high <= low * (1.0 + 1e-3):
+            break
+        else:
+            trial = math.sqrt(low * high)
+        headline = _headline_epsilon(n_users, trial, delta)
+        if headline <= epsilon:
+            high = trial
+        else:
+            low = trial
+            if high is None:
+                if flip >= local:
+                    break
+                flip = min(local, flip * max(1.0 + 1e-3, (headline / epsilon) ** 2))
+    if high is None:
+        return local * (1.0 + 1e-12)  # epsilon-LDP, rounded towards more privacy: meets any delta
+    return high
+
+
 def _verified_epsilon(n_users: int, flip: float, delta: float, work: float | None = None) -> float:
     """Smallest epsilon (rounded up) whose worst-case delta over every neighbour is at most ``delta``.
 
     Within a relative ``1e-9`` without a ``work`` budget; with one, an upper bound whose slack
     grows only when the budget does not suffice (`privsum.bitsum._rr_worst_case.worst_case_epsilon`).
+    Never above the local epsilon ``log((1-q)/q)`` (every neighbour's privacy loss is below it).
     """
-    return worst_case_epsilon(n_users, flip, delta, rtol=_BOUND_RTOL, tail_mass=_bound_tail(delta), work=work)
+    shuffled = worst_case_epsilon(n_users, flip, delta, rtol=_BOUND_RTOL, tail_mass=_bound_tail(delta), work=work)
+    return min(shuffled, _largest_loss(flip))
 
 
 def _headline_epsilon(n_users: int, flip: float, delta: float) -> float:
-    """A protocol's headline: `_verified_epsilon` within the work of `_HEADLINE_WORK`."""
-    return _verified_epsilon(n_users, flip, delta, _HEADLINE_WORK)
+    """A protocol's headline: `_verified_epsilon` within the work of `_HEADLINE_WORK`, for at most `_computed_crowd` users."""
+    return _verified_epsilon(_computed_crowd(n_users, flip, _bound_tail(delta)), flip, delta, _HEADLINE_WORK)
+
+
+def _computed_crowd(n_users: int, flip: float, tail_mass: float) -> int:
+    """The users a protocol's worst case is computed for: ``n_users``, or fewer where its windows would be too wide.
+
+    Fewer users bound more (the block bound: ``n`` users' count is that of fewer plus an
+    independent count), so the result stays an upper bound; it stops falling with ``n``.
+    """
+    return min(n_users, largest_crowd(flip, tail_mass, _WIDEST_WINDOW))
+
+
+def _profile_computable(n_users: int, flip: float, delta: float) -> bool:
+    """Whether a protocol's worst-case profile is built for this crowd (windows within `_PROFILE_WIDEST_WINDOW`)."""
+    return window_points(n_users - 1, flip, _profile_tail(_profile_atol(delta))) <= _PROFILE_WIDEST_WINDOW
+
+
+def _check_computable(n_users: int, flip: float, tail_mass: float, owner: str) -> int:
+    """``n_users`` if the exact worst case's windows fit `_WIDEST_WINDOW` points, else an error naming it."""
+    largest = largest_crowd(flip, tail_mass, _WIDEST_WINDOW)
+    if n_users > largest:
+        raise invalid(
+            "n_users",
+            owner,
+            f"at most {largest} at flip_probability={flip:.6g} (the exact worst case's binomial windows "
+            f"would exceed {_WIDEST_WINDOW} points; RRBitSum bounds larger crowds by this one)",
+            n_users,
+        )
+    return n_users

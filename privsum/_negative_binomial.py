@@ -30,7 +30,7 @@ import math
 
 import numpy as np
 
-from privsum._binomial import _stirlerr
+from privsum._binomial import _stirlerr, _stirlerr_value
 
 __all__ = [
     "negative_binomial_pmf_up_to",
@@ -40,7 +40,6 @@ __all__ = [
 ]
 
 _LOG_TWO_PI = math.log(2.0 * math.pi)
-_HALF_LOG_TWO_PI = 0.5 * _LOG_TWO_PI
 # bd0 uses its series where |x - M| <= _SERIES_REACH (x + M), i.e. |v| <= 0.1: 9 terms reach 2^-53.
 _SERIES_REACH = 0.1
 _SERIES_TERMS = 9
@@ -48,8 +47,6 @@ _SERIES_TERMS = 9
 _BLOCK = 64
 # Blocks whose first value is below e^-700 (about 1e-304) are computed point by point.
 _LOG_SMALLEST_ANCHOR = -700.0
-# The scalar stirlerr uses log-gamma below this (as privsum._binomial does).
-_SCALAR_SERIES_FROM = 16.0
 # truncated_negative_binomial computes the pmf until the geometric bound is this share of the tail mass.
 _BEYOND_SHARE = 1.0 / 64.0
 # A relative error this large is allowed for in the tail bound (the pmf's is below 1e-12).
@@ -87,23 +84,12 @@ def _bd0_scalar(x: float, mean: float) -> float:
     return gap * v + 2.0 * x * v * w * series
 
 
-def _stirlerr_scalar(m: float) -> float:
-    """`privsum._binomial._stirlerr` for one ``m > 0``: its series from ``m = 16`` (next term below 3e-16/m^2)."""
-    if m < _SCALAR_SERIES_FROM:
-        return math.lgamma(m + 1.0) - (m + 0.5) * math.log(m) + m - _HALF_LOG_TWO_PI
-    inverse_square = 1.0 / (m * m)
-    series = (1.0 / 12.0) - inverse_square * (
-        1.0 / 360.0 - inverse_square * (1.0 / 1260.0 - inverse_square * (1.0 / 1680.0 - inverse_square / 1188.0))
-    )
-    return series / m
-
-
 def _log_pmf_positive(k: np.ndarray, shape: float, ratio: float) -> np.ndarray:
     """``log P(X = k)`` for ``k >= 1`` (float array), ``X ~ NB(shape, ratio)``, ``0 < ratio < 1``."""
     total = k + shape
     log_value = (
         _stirlerr(total)
-        - _stirlerr_scalar(shape)
+        - _stirlerr_value(shape)
         - _stirlerr(k)
         - _bd0(np.full_like(k, shape), total * (1.0 - ratio))
         - _bd0(k, total * ratio)
@@ -116,7 +102,7 @@ def _log_pmf_at(k: int, shape: float, ratio: float) -> float:
     if k == 0:
         return shape * math.log1p(-ratio)
     total = k + shape
-    stirling = _stirlerr_scalar(total) - _stirlerr_scalar(shape) - _stirlerr_scalar(float(k))
+    stirling = _stirlerr_value(total) - _stirlerr_value(shape) - _stirlerr_value(float(k))
     deviance = _bd0_scalar(shape, total * (1.0 - ratio)) + _bd0_scalar(float(k), total * ratio)
     return stirling - deviance + 0.5 * (math.log(shape) - _LOG_TWO_PI - math.log(k) - math.log(total))
 

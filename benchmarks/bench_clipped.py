@@ -33,18 +33,16 @@ import time
 
 import numpy as np
 
-from privsum.sums.clipped import (
+from privsum.clipping import (
     CentralClippedSum,
-    ClippedSum,
-    PrivateCentralClippedSum,
-    full_domain_correlated_sum,
-    full_domain_multi_message_sum,
-)
-from privsum.sums.clipped_vector import (
     CentralClippedVectorSum,
     CentralSparseAggregation,
+    ClippedSum,
     ClippedVectorSum,
+    PrivateCentralClippedSum,
     SparseVectorAggregation,
+    full_domain_correlated_sum,
+    full_domain_multi_message_sum,
 )
 
 

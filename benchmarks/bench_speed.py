@@ -203,8 +203,8 @@ def bench_cache(repeats: int) -> None:
 
 def bench_clipped(repeats: int) -> None:
     from privsum.accounting.cache import clear_calibration_cache
+    from privsum.clipping import ClippedVectorSum
     from privsum.shuffle.noise import negative_binomial_pmf, negative_binomial_truncated
-    from privsum.sums import ClippedVectorSum
     from privsum.sums.multi_message import divisible_laplace_epsilon
 
     protocol = ClippedVectorSum.from_privacy(epsilon=4.0, delta=1e-6, n_users=10_000, dimension=64, radius=1.0)

@@ -21,7 +21,7 @@ _EXPORTS = {
     "BudgetExceededError": "privsum.exceptions",
     "CentralGaussianBitSum": "privsum.bitsum",
     "CentralLaplaceBitSum": "privsum.bitsum",
-    "ClippedSum": "privsum.sums",
+    "ClippedSum": "privsum.clipping",
     "CorrelatedNoiseSum": "privsum.sums",
     "decode_class": "privsum.apps",
     "DeltaFloorWarning": "privsum.exceptions",
@@ -59,7 +59,20 @@ _EXPORTS = {
 }
 
 #: Subpackages reachable as attributes (``privsum.bitsum``) without importing them explicitly.
-_SUBPACKAGES = ("accounting", "apps", "bitsum", "datasets", "distributed", "kde", "lsq", "shuffle", "sketches", "sums", "testing")
+_SUBPACKAGES = (
+    "accounting",
+    "apps",
+    "bitsum",
+    "clipping",
+    "datasets",
+    "distributed",
+    "kde",
+    "lsq",
+    "shuffle",
+    "sketches",
+    "sums",
+    "testing",
+)
 
 if TYPE_CHECKING:  # pragma: no cover - static analysers and IDEs see the eager imports
     from privsum._random import (
@@ -86,6 +99,9 @@ if TYPE_CHECKING:  # pragma: no cover - static analysers and IDEs see the eager 
         PureBitSum,
         RRBitSum,
         ThreeNBBitSum,
+    )
+    from privsum.clipping import (
+        ClippedSum,
     )
     from privsum.exceptions import (
         BudgetExceededError,
@@ -116,7 +132,6 @@ if TYPE_CHECKING:  # pragma: no cover - static analysers and IDEs see the eager 
     )
     from privsum.sums import (
         BlanketRealSum,
-        ClippedSum,
         CorrelatedNoiseSum,
         MultiMessageSum,
         ShuffledVectorSum,

@@ -7,7 +7,7 @@ from typing import Any
 
 from privsum._validation import invalid
 
-__all__ = ["NOT_GIVEN", "renamed"]
+__all__ = ["NOT_GIVEN", "install_moved_modules", "moved_attribute_getter", "renamed"]
 
 
 NOT_GIVEN: Any = "deprecated"
@@ -33,3 +33,79 @@ def renamed(old_name: str, old_value: Any, new_name: str, new_value: Any, new_de
         stacklevel=3,
     )
     return old_value
+
+
+def moved_attribute_getter(package: str, moved: dict[str, str]) -> Any:
+    """A module ``__getattr__`` serving ``moved`` names (name -> new module) with one `DeprecationWarning` each.
+
+    The new module is imported on first access only, so the old package never imports the new
+    one at import time. Each name warns once: its value is then cached in the package.
+    """
+    import importlib
+    import sys
+
+    def moved_getattr(name: str) -> Any:
+        if name not in moved:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        warnings.warn(
+            f"{package}.{name} has moved to {moved[name]}.{name}; the old path will be removed in the next release.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        value = getattr(importlib.import_module(moved[name]), name)
+        setattr(sys.modules[package], name, value)
+        return value
+
+    return moved_getattr
+
+
+class _MovedModuleLoader:
+    """Loads an old module path as a module holding its old public names, each read from its new module; warns once."""
+
+    def __init__(self, names: dict[str, str]) -> None:
+        self.names = names
+
+    def create_module(self, spec: Any) -> Any:
+        import importlib
+        import types
+
+        targets = sorted(set(self.names.values()))
+        warnings.warn(
+            f"{spec.name} has moved (to {', '.join(targets)}); the old path will be removed in the next release.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        module = types.ModuleType(spec.name, f"Deprecated alias: the names of {spec.name}, now in {', '.join(targets)}.")
+        for name, target in self.names.items():
+            setattr(module, name, getattr(importlib.import_module(target), name))
+        module.__all__ = sorted(self.names)
+        return module
+
+    def exec_module(self, module: Any) -> None:
+        """Nothing to run: the names were read from their new modules."""
+
+
+class _MovedModuleFinder:
+    """A `sys.meta_path` finder that resolves old module paths to their moved names."""
+
+    def __init__(self, moved: dict[str, dict[str, str]]) -> None:
+        self.moved = moved
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname not in self.moved:
+            return None
+        import importlib.util
+
+        return importlib.util.spec_from_loader(fullname, _MovedModuleLoader(self.moved[fullname]))
+
+
+def install_moved_modules(moved: dict[str, dict[str, str]]) -> None:
+    """Keep old module paths importable: ``moved[old_module][name]`` is the module ``name`` now lives in.
+
+    An old path warns once with `DeprecationWarning`, on its first import; nothing is imported
+    before, and no file remains at the old path.
+    """
+    import sys
+
+    if not any(isinstance(finder, _MovedModuleFinder) and finder.moved == moved for finder in sys.meta_path):
+        sys.meta_path.append(_MovedModuleFinder(moved))

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from privsum import InvalidParameterError
+from privsum.clipping import CentralClippedSum
 from privsum.lsq import L2LSH
 from privsum.sketches import RACE, RACEClassifier, RACELinearRegression
-from privsum.sums.clipped import CentralClippedSum
 
 FAMILY = L2LSH(dimension=2, n_repetitions=8, bucket_width=0.7, n_buckets=64, seed=1)
 POINTS = np.random.default_rng(0).normal(size=(40, 2))

@@ -8,8 +8,10 @@
   split-and-mix shares (Agarwal, Kairouz & Liu, NeurIPS 2021; Balle, Bell, Gascón & Nissim, CCS 2020).
 * `CentralGaussianVectorSum`, `ExactVectorSum`: the central Gaussian mechanism with L2 sensitivity
   (Balle & Wang's exact calibration) and the exact sum, references for the shuffled vector sums.
-* `ClippedSum`, `ClippedVectorSum`, `SparseVectorAggregation`: instance-optimal clipped sums in one
-  round (Dong et al. (CCS 2024)), with the central references `PrivateCentralClippedSum` and `CentralClippedSum`.
+
+The instance-optimal clipped sums of Dong, Luo, Fanti, Shi & Yi (CCS 2024) moved to
+`privsum.clipping`; their old paths here (``privsum.sums.ClippedSum``, ``privsum.sums.clipped``, ...)
+still work for one release, with a `DeprecationWarning`.
 
 References:
     Scott, Cormode & Maple, "Applying the Shuffle Model of Differential Privacy to Vector
@@ -18,6 +20,7 @@ References:
     the Shuffle Model of Differential Privacy", CCS 2024.
 """
 
+from privsum._deprecation import install_moved_modules, moved_attribute_getter
 from privsum.sums.blanket import (
     BlanketRealSum,
     analytic_blanket_epsilon,
@@ -26,8 +29,6 @@ from privsum.sums.blanket import (
     blanket_variance_bound,
 )
 from privsum.sums.central_vector import CentralGaussianVectorSum, ExactVectorSum
-from privsum.sums.clipped import CentralClippedSum, ClippedSum, PrivateCentralClippedSum
-from privsum.sums.clipped_vector import ClippedVectorSum, SparseVectorAggregation
 from privsum.sums.correlated import CorrelatedNoiseSum, gkmps_parameters
 from privsum.sums.multi_message import (
     MAX_MODULUS,
@@ -47,17 +48,12 @@ from privsum.sums.vector import ShuffledVectorSum
 __all__ = [
     "MAX_MODULUS",
     "BlanketRealSum",
-    "CentralClippedSum",
     "CentralGaussianVectorSum",
-    "ClippedSum",
-    "ClippedVectorSum",
     "CorrelatedNoiseSum",
     "ExactVectorSum",
     "MultiMessageSum",
-    "PrivateCentralClippedSum",
     "ShuffledVectorSum",
     "SkellamVectorSum",
-    "SparseVectorAggregation",
     "analytic_blanket_epsilon",
     "analytic_blanket_probability",
     "blanket_profile",
@@ -70,3 +66,52 @@ __all__ = [
     "skellam_tail",
     "supported_security_bits",
 ]
+
+#: Names that moved to `privsum.clipping` (deprecated here; removed in the next release).
+_MOVED_NAMES = {
+    "CentralClippedSum": "privsum.clipping",
+    "ClippedSum": "privsum.clipping",
+    "ClippedVectorSum": "privsum.clipping",
+    "PrivateCentralClippedSum": "privsum.clipping",
+    "SparseVectorAggregation": "privsum.clipping",
+}
+#: Modules that moved: old path -> {name: its new module} (deprecated; removed in the next release).
+MOVED_MODULES = {
+    "privsum.sums.clipped": {
+        "CENTRAL_SAMPLERS": "privsum.clipping.central",
+        "CLIPPED_RELATIONS": "privsum.clipping.instances",
+        "CentralClippedSum": "privsum.clipping.central",
+        "ClippedSum": "privsum.clipping.scalar",
+        "ClippedSumResult": "privsum.clipping.scalar",
+        "INSTANCE_METHODS": "privsum.clipping.instances",
+        "NoisySums": "privsum.clipping.instances",
+        "PrivateCentralClippedSum": "privsum.clipping.central",
+        "choose_instance": "privsum.clipping.instances",
+        "default_rounding_levels": "privsum.clipping.scalar",
+        "full_domain_correlated_sum": "privsum.clipping.scalar",
+        "full_domain_multi_message_sum": "privsum.clipping.scalar",
+        "sub_domain_index": "privsum.clipping.instances",
+        "touched_parts": "privsum.clipping.instances",
+        "upper_tail_threshold": "privsum.clipping.instances",
+    },
+    "privsum.sums.clipped_shares": {
+        "SPARSE_MAX_MODULUS": "privsum.sums.sparse_shares",
+        "SparseMultiMessageSum": "privsum.sums.sparse_shares",
+        "residue_sums": "privsum.sums.sparse_shares",
+        "residue_view": "privsum.sums.sparse_shares",
+    },
+    "privsum.sums.clipped_vector": {
+        "COMPOSITIONS": "privsum.accounting.budget",
+        "CentralClippedVectorSum": "privsum.clipping.central",
+        "CentralSparseAggregation": "privsum.clipping.central",
+        "ClippedVectorSum": "privsum.clipping.vector",
+        "CompositionEvent": "privsum.accounting.budget",
+        "SparseVectorAggregation": "privsum.clipping.sparse",
+        "compose_like_budget": "privsum.accounting.budget",
+        "composition_backs": "privsum.accounting.budget",
+        "per_mechanism_budget": "privsum.accounting.budget",
+    },
+}
+
+__getattr__ = moved_attribute_getter(__name__, _MOVED_NAMES)
+install_moved_modules(MOVED_MODULES)

@@ -129,7 +129,7 @@ class MultiMessageSum(ShuffleProtocol):
     """
 
     #: Largest modulus the view can hold (the dense histogram has one column per residue);
-    #: `privsum.sums.clipped_shares.SparseMultiMessageSum` raises it by using a sparse view.
+    #: `privsum.sums.sparse_shares.SparseMultiMessageSum` raises it by using a sparse view.
     max_modulus: ClassVar[int] = MAX_MODULUS
     streams_chunks: ClassVar[bool] = True
 

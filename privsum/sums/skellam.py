@@ -36,8 +36,8 @@ from privsum.shuffle.protocol import EXECUTION_PATHS
 from privsum.shuffle.sparse import SparseMessageHistogram
 from privsum.shuffle.streaming import PartialView, is_chunk_stream
 from privsum.sums._common import warn_if_fewer
-from privsum.sums.clipped_shares import SPARSE_MAX_MODULUS, residue_sums, residue_view
 from privsum.sums.multi_message import default_share_count, supported_security_bits
+from privsum.sums.sparse_shares import SPARSE_MAX_MODULUS, residue_sums, residue_view
 
 __all__ = [
     "MAX_DIMENSION",

@@ -30,6 +30,13 @@ from privsum.bitsum import (
     RRBitSum,
     ThreeNBBitSum,
 )
+from privsum.clipping import (
+    CentralClippedSum,
+    ClippedSum,
+    ClippedVectorSum,
+    PrivateCentralClippedSum,
+    SparseVectorAggregation,
+)
 from privsum.kde import JointClassKDE, KDEFunction, ShuffledKDE, VectorSumKDE
 from privsum.lsq import (
     L2LSH,
@@ -44,17 +51,12 @@ from privsum.shuffle import MessageBatch, MessageHistogram, PartialView, UserChu
 from privsum.sketches import RACE, RACEClassifier, RACELinearRegression
 from privsum.sums import (
     BlanketRealSum,
-    CentralClippedSum,
     CentralGaussianVectorSum,
-    ClippedSum,
-    ClippedVectorSum,
     CorrelatedNoiseSum,
     ExactVectorSum,
     MultiMessageSum,
-    PrivateCentralClippedSum,
     ShuffledVectorSum,
     SkellamVectorSum,
-    SparseVectorAggregation,
 )
 
 N = 20

@@ -18,8 +18,8 @@ from privsum.accounting import DiscreteGaussianEvent, PrivacyGuarantee
 from privsum.accounting.events import _zcdp_delta
 from privsum.apps import keep_probability, label_event, randomize_labels
 from privsum.bitsum import CentralGaussianBitSum, CentralLaplaceBitSum, PureBitSum, RRBitSum, ThreeNBBitSum
+from privsum.clipping import sub_domain_index
 from privsum.exceptions import InvalidParameterError
-from privsum.sums.clipped import sub_domain_index
 
 N_USERS = 20
 
@@ -178,7 +178,7 @@ def test_pure_bit_sum_refuses_an_epsilon_that_drops_every_bit():
     [({"levels": -3}, "levels"), ({"levels": 3}, "levels"), ({"n_users": 1}, "n_users"), ({"method": "x"}, "method")],
 )
 def test_clipped_vector_sum_refusals_name_its_own_parameters(overrides, name):
-    from privsum.sums import ClippedVectorSum
+    from privsum.clipping import ClippedVectorSum
 
     arguments = {"epsilon": 1.0, "delta": 1e-6, "n_users": N_USERS, "dimension": 2, "radius": 1.0, "levels": 16}
     with pytest.raises(InvalidParameterError, match=f"'{name}' parameter of ClippedVectorSum.from_privacy") as caught:
@@ -264,7 +264,7 @@ def test_derived_events_report_only_the_composition_of_their_parts():
 
 def test_composition_event_refuses_a_headline_no_composition_backs():
     from privsum.accounting import GuaranteeEvent
-    from privsum.sums.clipped_vector import CompositionEvent, per_mechanism_budget
+    from privsum.accounting.budget import CompositionEvent, per_mechanism_budget
 
     single = GuaranteeEvent(PrivacyGuarantee(0.1, 1e-9))
     with pytest.raises(InvalidParameterError, match="'headline' parameter of CompositionEvent"):
@@ -277,7 +277,7 @@ def test_composition_event_refuses_a_headline_no_composition_backs():
 def test_clipped_vector_sum_refuses_a_forged_headline():
     import dataclasses
 
-    from privsum.sums import ClippedVectorSum
+    from privsum.clipping import ClippedVectorSum
 
     honest = ClippedVectorSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=N_USERS, dimension=2, radius=1.0, levels=16)
     forged = PrivacyGuarantee(0.01, 1e-6, honest.headline.neighbouring)
@@ -308,14 +308,14 @@ def test_a_kde_function_carries_a_guarantee_only_from_a_release_or_a_load():
     ("make", "name"),
     [
         (
-            lambda: __import__("privsum.sums", fromlist=["x"]).CentralClippedSum(epsilon=1.0, clipping_bound=2**62),
+            lambda: __import__("privsum.clipping", fromlist=["x"]).CentralClippedSum(epsilon=1.0, clipping_bound=2**62),
             "clipping_bound",
         ),
         (
-            lambda: __import__("privsum.sums", fromlist=["x"]).CentralClippedSum(epsilon=1e-300, clipping_bound=4),
+            lambda: __import__("privsum.clipping", fromlist=["x"]).CentralClippedSum(epsilon=1e-300, clipping_bound=4),
             "clipping_bound",
         ),
-        (lambda: __import__("privsum.sums", fromlist=["x"]).PrivateCentralClippedSum(epsilon=1e-12, domain=2**62), "domain"),
+        (lambda: __import__("privsum.clipping", fromlist=["x"]).PrivateCentralClippedSum(epsilon=1e-12, domain=2**62), "domain"),
     ],
 )
 def test_central_clipped_sums_refuse_a_noise_ratio_that_rounds_to_one_naming_their_parameter(make, name):
@@ -335,7 +335,7 @@ def test_numerical_accounting_refuses_a_guarantee_whose_pld_would_overflow(epsil
 def test_sparse_vector_aggregation_refuses_a_forged_headline():
     import dataclasses
 
-    from privsum.sums import SparseVectorAggregation
+    from privsum.clipping import SparseVectorAggregation
 
     for calibration in ("analytic", "tight"):
         honest = SparseVectorAggregation.from_privacy(

@@ -25,12 +25,12 @@ import numpy as np
 
 from privsum.accounting import Neighbouring, PrivacyGuarantee
 from privsum.bitsum import PureBitSum, RRBitSum
+from privsum.clipping import ClippedSum
 from privsum.kde import ShuffledKDE
 from privsum.lsq import L2LSH
 from privsum.lsq.inner_product import IdentityFeatures
 from privsum.sketches import RACE
 from privsum.sums import BlanketRealSum, CorrelatedNoiseSum, MultiMessageSum, ShuffledVectorSum, SkellamVectorSum
-from privsum.sums.clipped import ClippedSum
 from privsum.testing.audit import AuditResult, audit_samples
 
 ALPHA = 1e-6  # false-alarm rate of every audit (confidence 1 - 1e-6)

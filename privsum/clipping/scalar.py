@@ -9,10 +9,11 @@ with ``j*`` the last sub-domain whose estimate clears a threshold set from the n
 returns ``sum_{j <= j*} S_j``: the noise of an instance scales with its sub-domain's width, so the
 error is proportional to the data's own maximum rather than to ``U``.
 
+
 Also here: the baselines over the full domain (`full_domain_correlated_sum`,
-`full_domain_multi_message_sum`) and the central-DP clipping references: `CentralClippedSum`
-(a given ``tau``, or the non-private oracle ``tau = max``) and `PrivateCentralClippedSum` (``tau``
-chosen privately, then clipping: the fair central-DP comparison).
+`full_domain_multi_message_sum`); the helpers the clipped sums share are in
+`privsum.clipping.instances`, the central-DP references in `privsum.clipping.central`.
+
 
 References:
     Dong, Luo, Fanti, Shi & Yi, "(Almost) Instance-optimal Clipping for Summation Problems in
@@ -22,15 +23,12 @@ References:
 from __future__ import annotations
 
 import math
-import warnings
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar
 
 import numpy as np
 
-from privsum._deprecation import renamed
 from privsum._random import RNGLike, as_generator
 from privsum._validation import (
     check_array,
@@ -38,272 +36,53 @@ from privsum._validation import (
     check_delta,
     check_epsilon,
     check_integer,
-    check_integer_array,
     check_probability,
     check_real,
     invalid,
 )
-from privsum.accounting import GuaranteeEvent, Neighbouring, ParallelEvent, PrivacyEvent, PrivacyGuarantee, RelationEvent
-from privsum.exceptions import PrivacyLeakWarning
+from privsum.accounting import (
+    Neighbouring,
+    ParallelEvent,
+    PrivacyEvent,
+)
+from privsum.clipping.instances import (
+    CLIPPED_RELATIONS,
+    INSTANCE_METHODS,
+    InstanceProtocol,
+    NoisySums,
+    check_instance_participants,
+    check_participant_count,
+    choose_instance,
+    data_messages,
+    decode_total,
+    instance_messages,
+    instance_views,
+    noise_messages,
+    noise_ratio,
+    noise_scale,
+    noisy_total,
+    parallel_event_or_none,
+    stated_under,
+    sub_domain_index,
+    touched_parts,
+    upper_tail_threshold,
+    wrap_probability,
+)
 from privsum.shuffle import EXECUTION_PATHS, MessageBatch, MessageHistogram, ShuffleProtocol
-from privsum.shuffle.noise import discrete_laplace_variance, sample_discrete_laplace, sample_negative_binomial
+from privsum.shuffle.noise import discrete_laplace_variance
 from privsum.shuffle.sparse import SparseMessageHistogram
 from privsum.shuffle.streaming import PartialView, is_chunk_stream
-from privsum.sums._common import check_has_users, randomized_round, warn_if_fewer
-from privsum.sums.clipped_shares import SparseMultiMessageSum
+from privsum.sums._common import check_has_users, randomized_round
 from privsum.sums.correlated import CorrelatedNoiseSum
+from privsum.sums.sparse_shares import SparseMultiMessageSum
 
 __all__ = [
-    "CLIPPED_RELATIONS",
-    "INSTANCE_METHODS",
-    "CentralClippedSum",
     "ClippedSum",
     "ClippedSumResult",
-    "NoisySums",
-    "PrivateCentralClippedSum",
-    "choose_instance",
+    "default_rounding_levels",
     "full_domain_correlated_sum",
     "full_domain_multi_message_sum",
-    "sub_domain_index",
-    "touched_parts",
-    "upper_tail_threshold",
 ]
-
-INSTANCE_METHODS = ("auto", "correlated", "multi-message")
-InstanceProtocol = CorrelatedNoiseSum | SparseMultiMessageSum
-#: Relations the clipped sums are accounted under (the null input is ``0``, the zero vector, the empty set).
-CLIPPED_RELATIONS = (Neighbouring.REPLACE_ONE, Neighbouring.ZERO_OUT)
-
-
-def touched_parts(neighbouring: Neighbouring) -> int:
-    """How many disjoint parts (sub-domains, sparsity levels) one neighbouring change touches.
-
-    Replace-one: 2 (the value may move from one part to another). Zero-out: 1 (the null input
-    lies in part 0 and contributes nothing to it, so only the user's own part changes).
-    """
-    return 2 if neighbouring == Neighbouring.REPLACE_ONE else 1
-
-
-def stated_under(event: PrivacyEvent, neighbouring: Neighbouring) -> PrivacyEvent:
-    """``event`` (an instance's replace-one event) stated under the protocol's relation."""
-    return event if event.neighbouring == neighbouring else RelationEvent(event, neighbouring)
-
-
-# --------------------------------------------------------------------------- sub-domains and thresholds
-def sub_domain_index(values: Any) -> np.ndarray:
-    """The sub-domain of each non-negative integer: ``0`` for ``{0, 1}``, ``j`` for ``(2^{j-1}, 2^j]``.
-
-    Exact for every integer below ``2^63``; negative or non-integer values (``-1``, ``2.7``) and
-    floats are refused, never rounded or clipped.
-
-    Examples:
-        >>> sub_domain_index([0, 1, 2, 3, 4, 5, 8, 9, 2**20]).tolist()
-        [0, 0, 1, 2, 2, 3, 3, 4, 20]
-    """
-    array = check_integer_array(values, "values", "sub_domain_index", ndim=None, low=0)
-    below = np.maximum(array - 1, 0).astype(np.uint64)
-    exponent = np.frexp(below.astype(float))[1].astype(np.int64)  # bit length of x - 1, or one more where rounded up
-    power = np.left_shift(np.uint64(1), np.maximum(exponent - 1, 0).astype(np.uint64))
-    exponent -= (exponent > 0) & (power > below)  # the float rounded x - 1 up to the next power of two
-    return np.where(array <= 1, 0, exponent).astype(np.int64)
-
-
-def _check_noise_ratio(epsilon: float, bound: int, name: str, owner: str) -> None:
-    """Refuse a discrete Laplace ratio ``exp(-epsilon / bound)`` that rounds to 1 (no noise distribution exists)."""
-    if not math.exp(-epsilon / bound) < 1.0:
-        constraint = f"small enough that exp(-epsilon / {name}) < 1 in double precision (epsilon={epsilon:g})"
-        raise invalid(name, owner, constraint, bound)
-
-
-def upper_tail_threshold(ratio: float, probability: float) -> int:
-    """Least integer ``t >= 1`` with ``P(DLap(ratio) >= t) = ratio^t / (1 + ratio) <= probability``.
-
-    Examples:
-        >>> t = upper_tail_threshold(0.5, 1e-3)
-        >>> t, 0.5**t / 1.5 <= 1e-3 < 0.5 ** (t - 1) / 1.5
-        (10, True)
-    """
-    owner = "upper_tail_threshold"
-    ratio = check_probability(ratio, "ratio", owner, allow_zero=False)
-    probability = check_probability(probability, "probability", owner, allow_zero=False)
-    t = max(1, math.ceil(math.log(probability * (1 + ratio)) / math.log(ratio)))
-    while t > 1 and ratio ** (t - 1) / (1 + ratio) <= probability:  # guard against log rounding
-        t -= 1
-    while ratio**t / (1 + ratio) > probability:
-        t += 1
-    return t
-
-
-def _noise_ratio(protocol: InstanceProtocol) -> float:
-    return protocol.central_ratio if isinstance(protocol, CorrelatedNoiseSum) else protocol.noise_ratio
-
-
-def _scale(protocol: InstanceProtocol) -> float:
-    return protocol.scale if isinstance(protocol, CorrelatedNoiseSum) else 1.0
-
-
-def _noise_messages(protocol: InstanceProtocol) -> float:
-    """Expected messages a user sends in an instance where its input is 0."""
-    if isinstance(protocol, CorrelatedNoiseSum):
-        return protocol.expected_messages_per_user - 1.0
-    return float(protocol.n_shares)
-
-
-def _data_messages(protocol: InstanceProtocol) -> float:
-    """Extra messages a user sends in the instance that holds its (non-zero) value."""
-    return 1.0 if isinstance(protocol, CorrelatedNoiseSum) else 0.0
-
-
-def _wrap_probability(protocol: InstanceProtocol) -> float:
-    """Upper bound on the chance that an empty instance's output is not its noise (BBGN20 wrap-around from below)."""
-    if isinstance(protocol, CorrelatedNoiseSum):
-        return 0.0
-    gap = protocol.modulus // 2 - protocol.n_users * protocol.domain // 2
-    return protocol.noise_ratio**gap / (1 + protocol.noise_ratio)
-
-
-def choose_instance(
-    *, epsilon: float, delta: float, n_users: int, domain: int, method: str = "auto", max_correlated_domain: int = 64
-) -> InstanceProtocol:
-    """One sub-domain's summation instance: GKMPS21 or BBGN20, whichever sends fewer expected messages.
-
-    GKMPS21 runs without random rounding (``levels = domain``; rounding would add an error that
-    grows with the sub-domain's population); it is only considered for ``domain <=
-    max_correlated_domain`` (its noise messages grow like ``domain^2 log^2 domain / (epsilon n)``).
-    The comparison counts the messages of a user whose value is elsewhere (the noise), plus one
-    data message for GKMPS21 (section 8 of Dong et al. (CCS 2024)).
-
-    Examples:
-        >>> choose_instance(epsilon=0.5, delta=5e-7, n_users=100_000, domain=1).__class__.__name__
-        'CorrelatedNoiseSum'
-        >>> choose_instance(epsilon=0.5, delta=5e-7, n_users=100_000, domain=2**10).__class__.__name__
-        'SparseMultiMessageSum'
-    """
-    owner = "choose_instance"
-    method = check_choice(method, "method", owner, INSTANCE_METHODS)
-    domain = check_integer(domain, "domain", owner, low=1)
-    max_correlated_domain = check_integer(max_correlated_domain, "max_correlated_domain", owner, low=1)
-    candidates: list[InstanceProtocol] = []
-    if method in ("auto", "correlated") and (domain <= max_correlated_domain or method == "correlated"):
-        candidates.append(CorrelatedNoiseSum.from_privacy(epsilon=epsilon, delta=delta, n_users=n_users, domain=domain))
-    if method in ("auto", "multi-message"):
-        candidates.append(SparseMultiMessageSum.from_privacy(epsilon=epsilon, delta=delta, n_users=n_users, domain=domain))
-    return min(candidates, key=lambda p: _noise_messages(p) + _data_messages(p))
-
-
-def noisy_total(protocol: InstanceProtocol, inputs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """What these users add to the instance's noisy integer total, per column (their own randomness only).
-
-    GKMPS21: the users' (rounded) values plus their central-noise shares, ``sum_i (NB(1/n, a) -
-    NB'(1/n, a))`` drawn as one ``NB(m/n, a) - NB'(m/n, a)`` for ``m`` users (NB shares add up);
-    the flooding multisets sum to zero, so this is the sum of every message value the users
-    send. BBGN20: the users' values plus their noise shares ``eta_i``: the sum of their shares
-    before the reduction modulo ``q``. Totals of disjoint groups of users add up; with all
-    ``n_users`` users the noise is ``DLap(a)`` exactly.
-    """
-    share = inputs.shape[0] / protocol.n_users
-    ratio = _noise_ratio(protocol)
-    columns = inputs.shape[1]
-    noise = sample_negative_binomial(rng, share, ratio, columns) - sample_negative_binomial(rng, share, ratio, columns)
-    values = protocol._rounded(inputs, rng) if isinstance(protocol, CorrelatedNoiseSum) else inputs
-    return values.sum(axis=0, dtype=np.int64) + noise.astype(np.int64)
-
-
-def decode_total(protocol: InstanceProtocol, totals: np.ndarray) -> np.ndarray:
-    """The instance's analyzer output from its noisy integer totals (`noisy_total` summed over every user).
-
-    Exactly the analyzer of the instance's message view: GKMPS21 returns ``scale`` times the sum
-    of the message values; BBGN20 decodes the residue of the shares' sum modulo ``q``.
-    """
-    totals = np.asarray(totals, dtype=np.int64)
-    if isinstance(protocol, CorrelatedNoiseSum):
-        return protocol.scale * totals.astype(float)
-    return protocol.decode(np.mod(totals, protocol.modulus))
-
-
-@dataclass(frozen=True, eq=False)
-class NoisySums:
-    """The fast path's view of the clipped sums: every summation instance's noisy integer total.
-
-    Each instance's analyzer output is a function of one integer, the sum of its message values
-    (GKMPS21) or of its shares before the reduction modulo ``q`` (BBGN20); `noisy_total` samples
-    what a group of users adds to it, with only their own randomness, so the totals of disjoint
-    groups (chunks of users) merge by ``+`` and equal in law the totals of the faithful messages.
-
-    Attributes:
-        totals: integer array, one entry per instance (its shape is the protocol's).
-
-    Examples:
-        >>> total = NoisySums(np.array([[3, -1]])) + NoisySums(np.array([[2, 5]]))
-        >>> total.totals.tolist()
-        [[5, 4]]
-    """
-
-    totals: np.ndarray
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "totals", check_integer_array(self.totals, "totals", "NoisySums", ndim=None))
-
-    def __add__(self, other: NoisySums) -> NoisySums:
-        if not isinstance(other, NoisySums):
-            return NotImplemented
-        if other.totals.shape != self.totals.shape:
-            raise invalid("other", "NoisySums.__add__", f"totals of shape {self.totals.shape}", other.totals.shape)
-        return NoisySums(self.totals + other.totals)
-
-
-def check_instance_participants(n_participants: int, n_users: int, instances: Any, owner: str) -> None:
-    """Warn when fewer than ``n_users`` take part; raise when more do and a BBGN20 instance's modulus is sized for ``n_users``."""
-    if n_participants > n_users and any(isinstance(p, SparseMultiMessageSum) for p in instances):
-        raise invalid(
-            "x", owner, f"at most n_users={n_users} users (the BBGN20 instances' moduli are sized for them)", f"{n_participants}"
-        )
-    warn_if_fewer(n_participants, n_users, owner)
-
-
-def check_participant_count(n_participants: int, n_users: int, instances: Any, owner: str) -> int:
-    """Validate ``n_participants`` for `event_for_participants`: at most ``n_users`` when a BBGN20 instance is present."""
-    has_shares = any(isinstance(p, SparseMultiMessageSum) for p in instances)
-    return check_integer(n_participants, "n_participants", owner, low=1, high=n_users if has_shares else math.inf)
-
-
-def parallel_event_or_none(events: tuple[PrivacyEvent, ...], parts_per_user: int) -> PrivacyEvent:
-    """``ParallelEvent(events, parts_per_user)``, or no guarantee (``epsilon = inf``) where its delta would reach 1."""
-    worst_delta = max(e.guarantee.delta for e in events)
-    if not parts_per_user * worst_delta < 1.0:
-        return GuaranteeEvent(PrivacyGuarantee(math.inf, 1 - 1e-16, events[0].neighbouring))
-    return ParallelEvent(events, parts_per_user=parts_per_user)
-
-
-def instance_views(
-    pairs: Any, rng: np.random.Generator, path: str, n_instances: int, place: Callable[[int, np.ndarray], np.ndarray]
-) -> SparseMessageHistogram:
-    """One sparse view of several instances' message views (``pairs``: protocol and its inputs, in order).
-
-    Each instance's `partial_view` (no participant check) is taken on ``path``; ``place(i,
-    local_ids)`` maps instance ``i``'s local instance ids to ids of the whole view.
-    """
-    parts = []
-    for index, (protocol, inputs) in enumerate(pairs):
-        view = protocol.partial_view(inputs, rng=rng, path=path).histogram
-        if isinstance(view, MessageHistogram):
-            local, positions = np.nonzero(view.counts)
-            parts.append((place(index, local), np.asarray(view.alphabet)[positions], view.counts[local, positions]))
-        else:
-            parts.append((place(index, view.instances), view.values, view.counts))
-    return SparseMessageHistogram.from_pairs(
-        np.concatenate([p[0] for p in parts]),
-        np.concatenate([p[1] for p in parts]),
-        np.concatenate([p[2] for p in parts]),
-        n_instances,
-    )
-
-
-def instance_messages(pairs: Any, rng: np.random.Generator) -> list[MessageBatch]:
-    """Every instance's messages (``pairs``: protocol and its inputs), the participants checked by the caller."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PrivacyLeakWarning)  # checked once, by the composite protocol
-        return [protocol.randomize(inputs, rng=rng) for protocol, inputs in pairs]
 
 
 # --------------------------------------------------------------------------- the one-round clipped sum
@@ -525,8 +304,8 @@ class ClippedSum(ShuffleProtocol):
     @property
     def expected_messages_per_user(self) -> float:
         """Worst-case user: every instance's noise messages plus the largest data-message overhead (per column)."""
-        noise = sum(_noise_messages(p) for p in self.instances)
-        return noise + max(_data_messages(p) for p in self.instances)
+        noise = sum(noise_messages(p) for p in self.instances)
+        return noise + max(data_messages(p) for p in self.instances)
 
     def average_messages_per_user(self, x: Any) -> float:
         """Expected messages per user (per column) for these inputs: noise everywhere plus data messages where sent."""
@@ -534,8 +313,8 @@ class ClippedSum(ShuffleProtocol):
         sub = sub_domain_index(values)
         data = np.zeros(values.shape)
         for j, protocol in enumerate(self.instances):
-            data += _data_messages(protocol) * ((sub == j) & (values != 0))
-        return sum(_noise_messages(p) for p in self.instances) + float(data.mean())
+            data += data_messages(protocol) * ((sub == j) & (values != 0))
+        return sum(noise_messages(p) for p in self.instances) + float(data.mean())
 
     def bits_per_message(self, n_instances: int = 1) -> int:
         """Instance tag (``n_instances (log2 U + 1)`` instances) plus the widest instance's value bits."""
@@ -550,23 +329,23 @@ class ClippedSum(ShuffleProtocol):
         share = self.failure_probability / self.n_sub_domains
         result = []
         for protocol in self.instances:
-            budget = share - _wrap_probability(protocol)
+            budget = share - wrap_probability(protocol)
             if not budget > 0:
                 raise invalid("failure_probability", type(self).__name__, "larger than the instances' wrap-around chance", share)
-            result.append(_scale(protocol) * upper_tail_threshold(_noise_ratio(protocol), budget))
+            result.append(noise_scale(protocol) * upper_tail_threshold(noise_ratio(protocol), budget))
         return np.array(result, dtype=float)
 
     def empty_pass_probability(self) -> np.ndarray:
         """Exact chance that an empty sub-domain's estimate reaches its threshold (GKMPS21), or a bound (BBGN20)."""
         result = []
         for protocol, threshold in zip(self.instances, self.thresholds, strict=True):
-            ratio, t = _noise_ratio(protocol), round(threshold / _scale(protocol))
-            result.append(ratio**t / (1 + ratio) + _wrap_probability(protocol))
+            ratio, t = noise_ratio(protocol), round(threshold / noise_scale(protocol))
+            result.append(ratio**t / (1 + ratio) + wrap_probability(protocol))
         return np.array(result)
 
     def sub_domain_variances(self) -> np.ndarray:
         """Variance of each ``S_j``'s noise (integer units, without rounding)."""
-        return np.array([_scale(p) ** 2 * discrete_laplace_variance(_noise_ratio(p)) for p in self.instances])
+        return np.array([noise_scale(p) ** 2 * discrete_laplace_variance(noise_ratio(p)) for p in self.instances])
 
     # ----------------------------------------------------------------- inputs
     def _integer_view(self, x: Any) -> np.ndarray:
@@ -814,208 +593,3 @@ def full_domain_multi_message_sum(*, epsilon: float, delta: float, n_users: int,
         7
     """
     return SparseMultiMessageSum.from_privacy(epsilon=epsilon, delta=delta, n_users=n_users, domain=domain)
-
-
-# --------------------------------------------------------------------------- central-DP reference
-CENTRAL_SAMPLERS = ("opendp", "numpy")
-
-
-@dataclass(frozen=True, kw_only=True)
-class CentralClippedSum:
-    """Central-DP reference: clip each value to ``[0, tau]``, sum, add discrete Laplace noise of ratio ``e^{-epsilon/tau}``.
-
-    Args:
-        epsilon: the pure epsilon for the given ``tau``.
-        clipping_bound: ``tau`` (a positive integer), or ``None`` for the **oracle** ``tau = max_i x_i``.
-        noise_source: ``"opendp"`` (OpenDP's exact discrete Laplace sampler; not seedable) or ``"numpy"``
-            (`privsum.shuffle.noise.sample_discrete_laplace` with ``rng``, reproducible).
-        sampler: deprecated name of ``noise_source``.
-
-    Privacy:
-        Replace-one, central (a trusted curator sees every value). With a given ``tau``: pure
-        ``epsilon``-DP (sensitivity ``tau``; the OpenDP path checks its privacy map). With the
-        oracle ``tau`` the threshold is read from the data: **not differentially private**; it is the
-        reference "clipping at the true maximum" and its `guarantee` is ``epsilon = inf``. The
-        guarantee holds under zero-out too, with the same noise (``guarantee.under("zero-out")``).
-
-    Utility:
-        Bias ``-sum_i max(x_i - tau, 0)``; noise variance ``2a/(1-a)^2`` with ``a = e^{-epsilon/tau}``.
-
-    Examples:
-        >>> central = CentralClippedSum(epsilon=1.0, clipping_bound=100, noise_source="numpy")
-        >>> bool(abs(central.release(np.full(1_000, 50), rng=0) - 50_000) < 2_000)
-        True
-        >>> CentralClippedSum(epsilon=1.0).guarantee.epsilon
-        inf
-    """
-
-    epsilon: float
-    clipping_bound: int | None = None
-    noise_source: str = "opendp"
-    sampler: str | None = field(default=None, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        owner = type(self).__name__
-        if self.sampler is not None:
-            object.__setattr__(
-                self, "noise_source", renamed("sampler", self.sampler, "noise_source", self.noise_source, "opendp", owner)
-            )
-            object.__setattr__(self, "sampler", None)
-        epsilon = check_epsilon(self.epsilon, owner)
-        if self.clipping_bound is not None:
-            bound = check_integer(self.clipping_bound, "clipping_bound", owner, low=1)
-            _check_noise_ratio(epsilon, bound, "clipping_bound", owner)
-        check_choice(self.noise_source, "noise_source", owner, CENTRAL_SAMPLERS)
-
-    @property
-    def guarantee(self) -> PrivacyGuarantee:
-        """``(epsilon, 0)`` replace-one for a given ``tau``; no guarantee (``inf``) for the oracle."""
-        return PrivacyGuarantee(self.epsilon if self.clipping_bound is not None else math.inf, 0.0)
-
-    @property
-    def event(self) -> GuaranteeEvent:
-        return GuaranteeEvent(self.guarantee)
-
-    def release(self, x: Any, *, rng: RNGLike = None) -> float:
-        """The noisy clipped sum of the integers ``x`` (``(n,)``, non-negative)."""
-        owner = type(self).__name__
-        values = check_array(x, "x", owner, ndim=1, low=0, integer=True).astype(np.int64)
-        bound = int(values.max()) if self.clipping_bound is None else self.clipping_bound
-        bound = max(bound, 1)
-        total = int(np.minimum(values, bound).sum())
-        if self.noise_source == "numpy":
-            return float(total + sample_discrete_laplace(as_generator(rng, owner), math.exp(-self.epsilon / bound), 1)[0])
-        return float(_opendp_discrete_laplace(total, bound, self.epsilon))
-
-
-def _opendp_discrete_laplace(total: int, sensitivity: int, epsilon: float) -> int:
-    import opendp.prelude as dp
-
-    dp.enable_features("contrib")
-    measurement = dp.m.make_laplace(dp.atom_domain(T="i64"), dp.absolute_distance(T="i64"), scale=sensitivity / epsilon)
-    if not measurement.map(sensitivity) <= epsilon * (1 + 1e-12):
-        raise invalid("epsilon", "CentralClippedSum", "met by OpenDP's privacy map", measurement.map(sensitivity))
-    return int(measurement(total))
-
-
-@dataclass(frozen=True, kw_only=True)
-class PrivateCentralClippedSum:
-    """Central-DP clipping with a privately chosen threshold: the fair central reference for `ClippedSum`.
-
-    A central analogue of Dong et al. (CCS 2024)'s gold standard (Dong & Yi 2023 find ``tau`` privately, then
-    clip; their exact selection rule is not restated in Dong et al. (CCS 2024), so this is *a* mechanism of that
-    type, not theirs). The candidates are the same ``tau_j = 2^j``, ``j = 0..log2 U``, as
-    `ClippedSum`'s. With ``c_j = #{i : x_i > 2^j}`` (values that ``tau_j`` clips), ``c_{-1} = n``
-    and the target rank ``k = ceil(2 log((log2 U + 1)/beta) / epsilon_1)``, the exponential
-    mechanism picks ``j`` with probability proportional to ``exp(epsilon_1 u_j / 2)``, ``u_j =
-    -max(c_j - k, 0) - max(k - c_{j-1}, 0)``: the score is ``0`` exactly when ``tau_j`` clips at
-    most ``k`` values and ``tau_{j-1}`` at least ``k``; the release is ``sum_i min(x_i, 2^j) +
-    DLap(e^{-epsilon_2 / 2^j})``, ``epsilon_1 = selection_fraction * epsilon``, ``epsilon_2 =
-    epsilon - epsilon_1``. A candidate above the data (``c_{j-1} = 0``) scores ``-k``, so ``tau``
-    exceeds ``2 max_i x_i`` with probability at most ``beta`` when ``n >= k``.
-
-    Args:
-        epsilon: the total (pure) epsilon.
-        domain: ``U``, a power of two; inputs are integers in ``{0..U}``.
-        failure_probability: ``beta`` in the target rank ``k``.
-        selection_fraction: share of ``epsilon`` spent on choosing ``tau``, in ``(0, 1)``.
-
-    Privacy:
-        Replace-one, central (a trusted curator), pure ``epsilon``-DP, ``delta = 0``. When one
-        value changes, ``c_j`` and ``c_{j-1}`` each move by at most 1, and when both move they
-        move the same way (a value crossing ``2^j`` also crosses ``2^{j-1}``), so the two terms of
-        ``u_j`` offset and ``u_j`` has sensitivity 1: the exponential mechanism is
-        ``epsilon_1``-DP; given ``tau``, the clipped sum changes by at most ``tau`` and the
-        discrete Laplace release is ``epsilon_2``-DP; basic (adaptive) composition gives
-        ``epsilon_1 + epsilon_2``. Zero-out pairs are replace-one pairs, and replacing a value by
-        ``0`` moves every ``c_j`` by at most 1 and the clipped sum by at most ``tau`` as well, so
-        the same mechanism is the zero-out reference (``guarantee.under("zero-out")``): no central
-        mechanism of this type gains from the narrower relation, unlike `ClippedSum`, whose two
-        touched sub-domains become one. The pure ``epsilon`` claim is for the exact mechanism:
-        both steps sample with numpy floating-point arithmetic (float64 selection probabilities,
-        a numpy discrete Laplace), so the realised distributions are correct only up to rounding
-        (a reference, not a hardened release; see the limitations page); the exact output law is
-        checked in the tests.
-
-    Utility:
-        Bias ``-sum_i max(x_i - tau, 0)`` (clipping, not dropping); noise variance ``2a/(1-a)^2``
-        with ``a = e^{-epsilon_2/tau}``.
-
-    References:
-        Dong & Yi, "Universal private estimators", PODS 2023 (Dong et al. (CCS 2024)'s [DY23]); McSherry &
-        Talwar, "Mechanism design via differential privacy", FOCS 2007 (exponential mechanism).
-
-    Examples:
-        >>> central = PrivateCentralClippedSum(epsilon=1.0, domain=2**10)
-        >>> x = np.arange(1_000) % 50
-        >>> probabilities = central.selection_probabilities(x)
-        >>> int(np.argmax(probabilities)), round(float(probabilities.sum()), 12)  # tau = 64 > 49 = max
-        (6, 1.0)
-        >>> bool(abs(central.release(x, rng=0) - x.sum()) < 1_000)
-        True
-        >>> central.guarantee.epsilon, central.guarantee.delta
-        (1.0, 0.0)
-    """
-
-    epsilon: float
-    domain: int
-    failure_probability: float = 0.1
-    selection_fraction: float = 0.5
-
-    def __post_init__(self) -> None:
-        owner = type(self).__name__
-        check_epsilon(self.epsilon, owner)
-        domain = check_integer(self.domain, "domain", owner, low=1)
-        if domain & (domain - 1):
-            raise invalid("domain", owner, "a power of two", domain)
-        check_probability(self.failure_probability, "failure_probability", owner, allow_zero=False)
-        check_real(self.selection_fraction, "selection_fraction", owner, low=0.0, high=1.0, low_open=True, high_open=True)
-        _check_noise_ratio(self.release_epsilon, domain, "domain", owner)  # the largest threshold is the domain
-
-    @property
-    def selection_epsilon(self) -> float:
-        """``epsilon_1``, spent on choosing ``tau``."""
-        return self.selection_fraction * self.epsilon
-
-    @property
-    def release_epsilon(self) -> float:
-        """``epsilon_2 = epsilon - epsilon_1``, spent on the clipped sum."""
-        return self.epsilon - self.selection_epsilon
-
-    @property
-    def target_rank(self) -> int:
-        """``k = ceil(2 log((log2 U + 1)/beta) / epsilon_1)``: how many values the chosen ``tau`` aims to clip."""
-        candidates = self.domain.bit_length()
-        return math.ceil(2 * math.log(candidates / self.failure_probability) / self.selection_epsilon)
-
-    @property
-    def guarantee(self) -> PrivacyGuarantee:
-        """``(epsilon, 0)``, replace-one (basic composition of the selection and the release)."""
-        return PrivacyGuarantee(self.epsilon, 0.0)
-
-    @property
-    def event(self) -> GuaranteeEvent:
-        return GuaranteeEvent(self.guarantee)
-
-    def _values(self, x: Any) -> np.ndarray:
-        return check_array(x, "x", type(self).__name__, ndim=1, low=0, high=self.domain, integer=True).astype(np.int64)
-
-    def selection_probabilities(self, x: Any) -> np.ndarray:
-        """Probability of choosing ``tau = 2^j`` for ``j = 0..log2 U`` (the exponential mechanism's law)."""
-        values = np.sort(self._values(x))
-        thresholds = 2 ** np.arange(self.domain.bit_length(), dtype=np.int64)
-        clipped = values.size - np.searchsorted(values, thresholds, side="right")  # c_j
-        previous = np.concatenate([[values.size], clipped[:-1]])  # c_{j-1}, with c_{-1} = n
-        k = self.target_rank
-        log_weights = self.selection_epsilon * (-np.maximum(clipped - k, 0) - np.maximum(k - previous, 0)) / 2
-        weights = np.exp(log_weights - log_weights.max())
-        return weights / weights.sum()
-
-    def release(self, x: Any, *, rng: RNGLike = None) -> float:
-        """``sum_i min(x_i, tau) + DLap(e^{-epsilon_2/tau})`` with ``tau`` drawn by the exponential mechanism."""
-        generator = as_generator(rng, type(self).__name__)
-        values = self._values(x)
-        probabilities = self.selection_probabilities(values)
-        tau = 2 ** int(generator.choice(probabilities.size, p=probabilities))
-        total = int(np.minimum(values, tau).sum())
-        return float(total + sample_discrete_laplace(generator, math.exp(-self.release_epsilon / tau), 1)[0])

@@ -11,16 +11,16 @@ import numpy as np
 import pytest
 
 from privsum.accounting import PLDPair, PrivacyGuarantee
-from privsum.exceptions import InvalidParameterError
-from privsum.shuffle import MessageBatch
-from privsum.shuffle.sparse import SparseMessageHistogram
-from privsum.sums.clipped_vector import (
+from privsum.accounting.budget import per_mechanism_budget
+from privsum.clipping import (
     CentralClippedVectorSum,
     CentralSparseAggregation,
     ClippedVectorSum,
     SparseVectorAggregation,
-    per_mechanism_budget,
 )
+from privsum.exceptions import InvalidParameterError
+from privsum.shuffle import MessageBatch
+from privsum.shuffle.sparse import SparseMessageHistogram
 from privsum.testing import ProtocolConformance, assert_same_distribution
 
 

@@ -14,14 +14,10 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from privsum.accounting import ParallelEvent, PrivacyProfile, zero_out_to_replace_one
-from privsum.exceptions import InvalidParameterError, PrivacyLeakWarning
-from privsum.shuffle import MessageBatch
-from privsum.shuffle.noise import discrete_laplace_pmf
-from privsum.shuffle.sparse import SparseMessageHistogram
-from privsum.sums import ClippedVectorSum, CorrelatedNoiseSum
-from privsum.sums.clipped import (
+from privsum.clipping import (
     CentralClippedSum,
     ClippedSum,
+    ClippedVectorSum,
     PrivateCentralClippedSum,
     choose_instance,
     full_domain_correlated_sum,
@@ -29,7 +25,12 @@ from privsum.sums.clipped import (
     sub_domain_index,
     upper_tail_threshold,
 )
-from privsum.sums.clipped_shares import SparseMultiMessageSum, residue_sums
+from privsum.exceptions import InvalidParameterError, PrivacyLeakWarning
+from privsum.shuffle import MessageBatch
+from privsum.shuffle.noise import discrete_laplace_pmf
+from privsum.shuffle.sparse import SparseMessageHistogram
+from privsum.sums import CorrelatedNoiseSum
+from privsum.sums.sparse_shares import SparseMultiMessageSum, residue_sums
 from privsum.testing import (
     FALSE_ALARM_RATE,
     ProtocolConformance,

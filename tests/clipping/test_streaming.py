@@ -14,14 +14,14 @@ import pytest
 from scipy import stats
 
 from privsum.accounting import PLDPair, PrivacyGuarantee
+from privsum.clipping import ClippedSum, ClippedVectorSum, SparseVectorAggregation, choose_instance, sub_domain_index
+from privsum.clipping.instances import NoisySums
 from privsum.exceptions import InvalidParameterError, PrivacyLeakWarning
 from privsum.shuffle.noise import discrete_laplace_pmf
 from privsum.shuffle.sparse import SparseMessageHistogram
 from privsum.shuffle.streaming import UserChunks
-from privsum.sums.clipped import ClippedSum, NoisySums, choose_instance, sub_domain_index
-from privsum.sums.clipped_shares import SparseMultiMessageSum
-from privsum.sums.clipped_vector import ClippedVectorSum, SparseVectorAggregation
 from privsum.sums.multi_message import supported_security_bits
+from privsum.sums.sparse_shares import SparseMultiMessageSum
 from privsum.testing import FALSE_ALARM_RATE, assert_matches_pmf, assert_same_distribution
 
 N = 30

@@ -1,0 +1,473 @@
+"""Sparse vector aggregation in one shuffle round (section 7 of Dong et al. (CCS 2024)).
+
+`SparseVectorAggregation`: binary vectors (frequency estimation under user-level DP); users are
+partitioned by sparsity level, each level has a user-count instance and per-coordinate count
+instances; the analyzer keeps the levels up to the last one with enough users.
+
+
+References:
+    Dong, Luo, Fanti, Shi & Yi, "(Almost) Instance-optimal Clipping for Summation Problems in
+    the Shuffle Model of Differential Privacy", CCS 2024.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, ClassVar
+
+import numpy as np
+
+from privsum._random import RNGLike, as_generator
+from privsum._validation import (
+    check_array,
+    check_choice,
+    check_delta,
+    check_epsilon,
+    check_integer,
+    check_probability,
+    check_real,
+    invalid,
+    refusals_as,
+)
+from privsum.accounting import (
+    GuaranteeEvent,
+    Neighbouring,
+    ParallelEvent,
+    PrivacyEvent,
+    PrivacyGuarantee,
+    basic_composition,
+)
+from privsum.accounting.budget import (
+    BACKING_RTOL,
+    COMPOSITIONS,
+    compose_like_budget,
+    composition_backs,
+    per_mechanism_budget,
+)
+from privsum.clipping.instances import (
+    INSTANCE_METHODS,
+    InstanceProtocol,
+    NoisySums,
+    basic_or_none,
+    check_instance_participants,
+    check_participant_count,
+    choose_instance,
+    data_messages,
+    decode_total,
+    instance_messages,
+    instance_views,
+    noise_messages,
+    noise_ratio,
+    noise_scale,
+    noisy_total,
+    parallel_event_or_none,
+    sub_domain_index,
+    upper_tail_threshold,
+    wrap_probability,
+)
+from privsum.shuffle import EXECUTION_PATHS, MessageBatch, MessageHistogram, ShuffleProtocol
+from privsum.shuffle.sparse import SparseMessageHistogram
+from privsum.shuffle.streaming import PartialView, is_chunk_stream
+from privsum.sums._common import check_has_users
+from privsum.sums.correlated import CorrelatedNoiseSum
+from privsum.sums.sparse_shares import SparseMultiMessageSum
+
+__all__ = ["SparseVectorAggregation"]
+
+
+# --------------------------------------------------------------------------- sparse vector aggregation
+@dataclass(frozen=True, kw_only=True)
+class SparseVectorAggregation(ShuffleProtocol):
+    """One-round frequency estimation under user-level DP for binary vectors (section 7 of Dong et al. (CCS 2024)).
+
+    Users are partitioned by sparsity ``s_i = ||x_i||_0`` into levels ``0: s <= 1`` and
+    ``j: 2^{j-1} < s <= 2^j`` (``j <= ceil(log2 d)``). Every user takes part in a count instance
+    per level (input 1 at its own level) and in ``d`` coordinate instances per level (its vector at
+    its own level, zeros elsewhere); all instances count bits. The analyzer lets ``j*`` be the last
+    level whose noisy user count reaches ``T_j`` and returns the per-coordinate sums over levels
+    ``<= j*``. ``T_j`` is the larger of (a) the count noise's one-sided tail at ``beta/(L+1)`` (an
+    empty level passes with at most that probability) and (b) the level's ``l_inf`` coordinate-noise
+    bound at ``beta/(L+1)`` (a level is kept only if it holds at least as many users as the noise
+    it adds to a coordinate; the paper's exact rule was lost in extraction).
+
+    Users may come in chunks (`run` on a stream, `run_streamed`, `privsum.distributed.run`),
+    memory bounded by one chunk, as in `ClippedSum`.
+
+    Args:
+        n_users: number of users (fewer warn; more as in `ClippedSum`).
+        dimension: ``d``.
+        count: the count protocol, ``L + 1`` instances of domain 1.
+        levels: per level ``j``, the coordinate-count protocol (domain 1, ``d`` instances).
+        headline: the guarantee (from `from_privacy`).
+        failure_probability: ``beta``.
+        composition: how the per-level coordinate budget was split (``"advanced"`` or ``"tight"``).
+
+    Privacy:
+        Replace-one, trusted shuffler. A user at level ``j`` touches the count instance of level
+        ``j`` and at most ``2^j`` coordinate instances of level ``j``; level ``j``'s coordinate
+        instances are calibrated so that ``2^j`` of them compose to the level budget. A change
+        moves a user between at most two levels (or, within one level, touches at most
+        ``2^{j+1}`` coordinates: two blocks of ``2^j``), so the headline is twice a level's
+        (count + coordinate block) guarantee: `from_privacy` gives each level ``(epsilon/2,
+        delta/2)``. Instance guarantees as in `ClippedSum`. Fewer participants than ``n_users``:
+        a warning, and `event_for_participants` recomposes the instances' achieved guarantees.
+        Replace-one only: the empty set belongs to level 0 and is counted there, so even zero-out
+        touches two levels and would gain nothing.
+
+    Utility:
+        ``l_inf`` error ``O(tau log(d log d / beta) / epsilon)``-type with ``tau`` the sparsity
+        level kept, plus the bias of the dropped levels (Theorem 7.1 of Dong et al. (CCS 2024)).
+
+    Examples:
+        >>> protocol = SparseVectorAggregation.from_privacy(epsilon=4.0, delta=1e-6, n_users=2_000, dimension=16)
+        >>> x = np.zeros((2_000, 16), dtype=int)
+        >>> x[:, 0] = 1
+        >>> x[::2, 3] = 1
+        >>> estimate = protocol.run(x, rng=0)
+        >>> bool(np.abs(estimate - x.sum(axis=0)).max() < 200)
+        True
+    """
+
+    streams_chunks: ClassVar[bool] = True
+
+    n_users: int
+    dimension: int
+    count: InstanceProtocol
+    levels: tuple[InstanceProtocol, ...]
+    headline: PrivacyGuarantee
+    failure_probability: float = 0.1
+    composition: str = "advanced"
+
+    def __post_init__(self) -> None:
+        owner = type(self).__name__
+        n_users = check_integer(self.n_users, "n_users", owner, low=2)
+        dimension = check_integer(self.dimension, "dimension", owner, low=1)
+        expected_levels = max(1, dimension - 1).bit_length() + 1
+        levels = tuple(self.levels)
+        if len(levels) != expected_levels:
+            raise invalid("levels", owner, f"{expected_levels} protocols (ceil(log2 d) + 1)", f"{len(levels)} protocols")
+        for protocol in (self.count, *levels):
+            if not isinstance(protocol, (SparseMultiMessageSum, CorrelatedNoiseSum)):
+                raise invalid("levels", owner, "CorrelatedNoiseSum or SparseMultiMessageSum protocols", type(protocol).__name__)
+            if protocol.domain != 1 or protocol.n_users != n_users or protocol.clip:
+                raise invalid("levels", owner, f"bit-count protocols (domain 1) for n_users={n_users}, clip=False", protocol)
+        object.__setattr__(self, "levels", levels)
+        if not isinstance(self.headline, PrivacyGuarantee):
+            raise invalid("headline", owner, "a PrivacyGuarantee", self.headline)
+        if not self._headline_is_backed(dimension):
+            raise invalid("headline", owner, "backed by the count and level protocols' guarantees", self.headline)
+        check_probability(self.failure_probability, "failure_probability", owner, allow_zero=False)
+        check_choice(self.composition, "composition", owner, COMPOSITIONS)
+
+    @classmethod
+    def from_privacy(
+        cls,
+        *,
+        epsilon: float,
+        delta: float,
+        n_users: int,
+        dimension: int,
+        calibration: str = "analytic",
+        failure_probability: float = 0.1,
+        count_fraction: float = 0.2,
+        method: str = "auto",
+    ) -> SparseVectorAggregation:
+        """Each level gets ``(epsilon/2, delta/2)``: ``count_fraction`` for the count, the rest over ``2^j`` coordinates.
+
+        Args:
+            epsilon: target epsilon (replace-one).
+            delta: target delta in ``(0, 1)``.
+            n_users: number of users.
+            dimension: ``d``.
+            calibration: ``"analytic"`` (advanced composition per level) or ``"tight"`` (numerical).
+            failure_probability: ``beta``.
+            count_fraction: share of a level's budget spent on its user count.
+            method: instance choice, see `ClippedSum.from_privacy`.
+        """
+        owner = f"{cls.__name__}.from_privacy"
+        epsilon = check_epsilon(epsilon, owner)
+        delta = check_delta(delta, owner, allow_zero=False)
+        dimension = check_integer(dimension, "dimension", owner, low=1)
+        calibration = check_choice(calibration, "calibration", owner, ("analytic", "tight"))
+        count_fraction = check_real(count_fraction, "count_fraction", owner, low=0.0, high=1.0, low_open=True, high_open=True)
+        method = check_choice(method, "method", owner, INSTANCE_METHODS)
+        n_users = check_integer(n_users, "n_users", owner, low=2)
+        composition = "advanced" if calibration == "analytic" else "tight"
+        renamed = {name: name for name in ("n_users", "method", "dimension", "failure_probability")}
+        with refusals_as(owner, renamed, derived_from=("epsilon", epsilon)):
+            return cls._calibrated(epsilon, delta, n_users, dimension, composition, count_fraction, method, failure_probability)
+
+    @classmethod
+    def _calibrated(
+        cls,
+        epsilon: float,
+        delta: float,
+        n_users: int,
+        dimension: int,
+        composition: str,
+        count_fraction: float,
+        method: str,
+        failure_probability: float,
+    ) -> SparseVectorAggregation:
+        level_epsilon, level_delta = epsilon / 2, delta / 2 * (1 - 1e-9)
+        count_epsilon, count_delta = count_fraction * level_epsilon, count_fraction * level_delta
+        block_epsilon, block_delta = level_epsilon - count_epsilon, level_delta - count_delta
+        margin = 1 - 1e-9  # BBGN20 recomputes its epsilon and delta in floating point (relative error ~1e-12)
+        count = choose_instance(
+            epsilon=count_epsilon * margin, delta=count_delta * margin, n_users=n_users, domain=1, method=method
+        )
+        levels, level_guarantees = [], []
+        for j in range(max(1, dimension - 1).bit_length() + 1):
+            touched = min(2**j, dimension)
+            epsilon0, delta0, block = per_mechanism_budget(block_epsilon, block_delta, touched, composition)
+            levels.append(
+                choose_instance(epsilon=epsilon0 * margin, delta=delta0 * margin, n_users=n_users, domain=1, method=method)
+            )
+            level_guarantees.append(basic_composition([count.guarantee, block]))
+        headline = ParallelEvent(tuple(GuaranteeEvent(g) for g in level_guarantees), parts_per_user=2).guarantee
+        return cls(
+            n_users=n_users,
+            dimension=dimension,
+            count=count,
+            levels=tuple(levels),
+            headline=headline,
+            failure_probability=failure_probability,
+            composition=composition,
+        )
+
+    def _headline_is_backed(self, dimension: int) -> bool:
+        """Whether every level (its count and its ``min(2^j, d)`` touched coordinates) fits half the headline.
+
+        A user's change touches two levels (parallel composition, ``parts_per_user=2``); in each,
+        the count protocol and the level protocol over the touched coordinates compose basically.
+        """
+        headline, count = self.headline, self.count.guarantee
+        if not headline.is_finite:
+            return True
+        if not (headline.neighbouring == Neighbouring.REPLACE_ONE and count.is_finite):
+            return False
+        half = (headline.epsilon / 2.0 - count.epsilon, headline.delta / 2.0 - count.delta)
+        if not (half[0] > 0.0 and half[1] >= 0.0):
+            return False
+        target = PrivacyGuarantee(half[0] * (1.0 + BACKING_RTOL), min(half[1] * (1.0 + BACKING_RTOL), 1.0 - 1e-12))
+        for j, level in enumerate(self.levels):
+            touched = min(2**j, dimension)
+            single = level.guarantee
+            pld = GuaranteeEvent(single).pld if single.is_finite else None
+            if not composition_backs(
+                single, touched, target, None if pld is None else lambda p=pld, t=touched: p().self_compose(t)
+            ):
+                return False
+        return True
+
+    @property
+    def n_levels(self) -> int:
+        """``ceil(log2 d) + 1``."""
+        return len(self.levels)
+
+    @property
+    def event(self) -> GuaranteeEvent:
+        return GuaranteeEvent(self.headline)
+
+    @property
+    def alphabet(self) -> range:  # type: ignore[override]
+        protocols = (self.count, *self.levels)
+        high = max(p.modulus - 1 if isinstance(p, SparseMultiMessageSum) else 1 for p in protocols)
+        low = min(0 if isinstance(p, SparseMultiMessageSum) else -1 for p in protocols)
+        return range(low, high + 1)
+
+    @property
+    def noise_messages_per_user(self) -> float:
+        """Expected messages a user sends that carry no data (every instance's noise)."""
+        return self.n_levels * noise_messages(self.count) + self.dimension * sum(noise_messages(p) for p in self.levels)
+
+    @property
+    def expected_messages_per_user(self) -> float:
+        """Worst case: noise plus one data message for the count and one per non-zero coordinate (``d``)."""
+        data = data_messages(self.count) + self.dimension * max(data_messages(p) for p in self.levels)
+        return self.noise_messages_per_user + data
+
+    def average_messages_per_user(self, x: Any) -> float:
+        """Expected messages per user for these inputs: noise plus data messages proportional to each user's sparsity."""
+        values = self._inputs(x)
+        level = sub_domain_index(values.sum(axis=1))
+        per_user = data_messages(self.count) + np.array([data_messages(p) for p in self.levels])[level] * values.sum(axis=1)
+        return self.noise_messages_per_user + float(per_user.mean())
+
+    def bits_per_message(self, n_instances: int = 1) -> int:
+        n_instances = check_integer(n_instances, "n_instances", type(self).__name__, low=1)
+        total = n_instances * self.n_levels * (self.dimension + 1)
+        value_bits = max(p.bits_per_message(1) for p in (self.count, *self.levels))
+        return (math.ceil(math.log2(total)) if total > 1 else 0) + value_bits
+
+    @cached_property
+    def thresholds(self) -> np.ndarray:
+        """``T_j`` per level (users): the count's tail and the coordinate-noise bound, the larger."""
+        share = self.failure_probability / self.n_levels
+        count_tail = noise_scale(self.count) * upper_tail_threshold(noise_ratio(self.count), share - wrap_probability(self.count))
+        result = []
+        for protocol in self.levels:
+            ratio = noise_ratio(protocol)  # two-sided tail 2 a^t / (1 + a) over d coordinates
+            coordinate_bound = noise_scale(protocol) * upper_tail_threshold(ratio, share / (2 * self.dimension))
+            result.append(max(count_tail, coordinate_bound))
+        return np.array(result, dtype=float)
+
+    def _inputs(self, x: Any) -> np.ndarray:
+        owner = type(self).__name__
+        array = check_array(x, "x", owner, ndim=2, low=0, high=1, integer=True).astype(np.int64)
+        if array.shape[1] != self.dimension:
+            raise invalid("x", owner, f"an array with {self.dimension} columns", f"shape {array.shape}")
+        check_has_users(array, owner)
+        return array
+
+    def _columns(self, values: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+        level = sub_domain_index(values.sum(axis=1))
+        counts = (level[:, None] == np.arange(self.n_levels)[None, :]).astype(np.int64)
+        return counts, [np.where((level == j)[:, None], values, 0) for j in range(self.n_levels)]
+
+    def _offsets(self) -> list[int]:
+        return [self.n_levels + j * self.dimension for j in range(self.n_levels)]
+
+    # ----------------------------------------------------------------- participation
+    @property
+    def _instances(self) -> tuple[InstanceProtocol, ...]:
+        return (self.count, *self.levels)
+
+    def check_participants(self, n_participants: int) -> None:
+        """As `ClippedSum.check_participants`: warn when fewer; raise when more and an instance is BBGN20."""
+        check_instance_participants(n_participants, self.n_users, self._instances, type(self).__name__)
+
+    def event_for_participants(self, n_participants: int) -> PrivacyEvent:
+        """The guarantee achieved when ``n_participants`` users take part (`event` for ``n_users``, or more without BBGN20).
+
+        Fewer: composed as `from_privacy` composed the headline, from the instances' own
+        `event_for_participants`: per level, the count's guarantee plus (basic composition) the
+        level's coordinate guarantee composed over ``min(2^j, d)`` coordinates with the headline's
+        slack (`compose_like_budget`); the levels in parallel, two per change. No guarantee
+        (``epsilon = inf``) where a delta would reach 1.
+
+        Raises:
+            InvalidParameterError: more than ``n_users`` participants with a BBGN20 instance.
+        """
+        owner = type(self).__name__
+        n_participants = check_participant_count(n_participants, self.n_users, self._instances, owner)
+        if n_participants >= self.n_users:
+            return self.event
+        count = self.count.event_for_participants(n_participants).guarantee
+        block_delta = self.headline.delta / 2 - self.count.guarantee.delta  # each level's coordinate budget
+        level_events = []
+        for j, protocol in enumerate(self.levels):
+            achieved = protocol.event_for_participants(n_participants).guarantee
+            touched = min(2**j, self.dimension)
+            block = compose_like_budget(achieved, touched, protocol.guarantee, block_delta, self.composition)
+            level_events.append(GuaranteeEvent(basic_or_none(count, block)))
+        return GuaranteeEvent(parallel_event_or_none(tuple(level_events), parts_per_user=2).guarantee)
+
+    # ----------------------------------------------------------------- roles
+    def _pairs(self, values: np.ndarray) -> list[tuple[InstanceProtocol, np.ndarray]]:
+        counts, columns = self._columns(values)
+        return [(self.count, counts), *zip(self.levels, columns, strict=True)]
+
+    @property
+    def _n_instances(self) -> int:
+        return self.n_levels * (self.dimension + 1)
+
+    def _messages_of(self, values: np.ndarray, rng: np.random.Generator) -> MessageBatch:
+        batches = instance_messages(self._pairs(values), rng)
+        offsets = [0, *self._offsets()]
+        return MessageBatch(
+            np.concatenate([b.instances + o for b, o in zip(batches, offsets, strict=True)]),
+            np.concatenate([b.values for b in batches]),
+            n_instances=self._n_instances,
+        )
+
+    def _noisy_sums_of(self, values: np.ndarray, rng: np.random.Generator) -> NoisySums:
+        """`NoisySums` of shape ``(L + 1, 1 + d)``: column 0 the level counts, then the coordinate counts per level."""
+        pairs = self._pairs(values)
+        level_counts = noisy_total(*pairs[0], rng)
+        coordinates = np.stack([noisy_total(p, c, rng) for p, c in pairs[1:]])
+        return NoisySums(np.concatenate([level_counts[:, None], coordinates], axis=1))
+
+    def randomize(self, x: Any, *, rng: RNGLike = None) -> MessageBatch:
+        generator = as_generator(rng, type(self).__name__)
+        values = self._inputs(x)
+        self.check_participants(values.shape[0])
+        return self._messages_of(values, generator)
+
+    def partial_view(self, chunk: Any, *, rng: RNGLike = None, path: str = "fast") -> PartialView:
+        """One chunk of users' share of the view: ``"fast"``, their `NoisySums`; ``"faithful"``, their messages' sparse view."""
+        owner = type(self).__name__
+        path = check_choice(path, "path", owner, EXECUTION_PATHS)
+        generator = as_generator(rng, owner)
+        values = self._inputs(chunk)
+        if path == "faithful":
+            offsets = [0, *self._offsets()]
+            view = instance_views(self._pairs(values), generator, path, self._n_instances, lambda i, local: local + offsets[i])
+        else:
+            view = self._noisy_sums_of(values, generator)
+        return PartialView(view, values.shape[0])
+
+    def view(self, messages: SparseMessageHistogram | MessageBatch) -> SparseMessageHistogram:  # type: ignore[override]
+        owner = type(self).__name__
+        if isinstance(messages, MessageBatch):
+            messages = SparseMessageHistogram.from_messages(messages)
+        if not isinstance(messages, SparseMessageHistogram):
+            raise invalid("view", owner, "a SparseMessageHistogram or MessageBatch", type(messages).__name__)
+        if messages.n_instances != self.n_levels * (self.dimension + 1):
+            raise invalid("view", owner, f"{self.n_levels * (self.dimension + 1)} instances", messages.n_instances)
+        return messages
+
+    def sample_view(self, x: Any, *, rng: RNGLike = None) -> SparseMessageHistogram:  # type: ignore[override]
+        """The faithful messages counted directly (no permutation)."""
+        return self.view(self.randomize(x, rng=rng))
+
+    def _part(self, sparse: SparseMessageHistogram, protocol: InstanceProtocol, start: int, size: int) -> np.ndarray:
+        mine = (sparse.instances >= start) & (sparse.instances < start + size)
+        local, values, counts = sparse.instances[mine] - start, sparse.values[mine], sparse.counts[mine]
+        if isinstance(protocol, SparseMultiMessageSum):
+            return protocol.analyze(SparseMessageHistogram(local, values, counts, size))
+        bad = (values == 0) | (np.abs(values) > protocol.levels)
+        if np.any(bad):
+            raise invalid("view", type(self).__name__, "values its instances can send", int(values[bad][0]))
+        width = 2 * protocol.levels + 1
+        dense = np.bincount(local * width + values + protocol.levels, weights=counts, minlength=size * width)
+        dense = np.delete(dense.reshape(size, width).astype(np.int64), protocol.levels, axis=1)
+        return protocol.analyze(MessageHistogram(dense, protocol.alphabet))
+
+    def combine(self, level_counts: np.ndarray, coordinate_counts: np.ndarray) -> tuple[np.ndarray, int]:
+        """The per-coordinate estimate and ``j*`` from the noisy level counts ``(L+1,)`` and coordinate counts ``(L+1, d)``."""
+        passed = np.asarray(level_counts) >= self.thresholds
+        last = int(np.flatnonzero(passed)[-1]) if passed.any() else 0
+        return np.asarray(coordinate_counts)[: last + 1].sum(axis=0), last
+
+    def analyze(self, view: SparseMessageHistogram | MessageBatch | NoisySums) -> np.ndarray:  # type: ignore[override]
+        """Estimated per-coordinate counts, shape ``(d,)``."""
+        if isinstance(view, NoisySums):
+            if view.totals.shape != (self.n_levels, 1 + self.dimension):
+                raise invalid(
+                    "view", type(self).__name__, f"NoisySums of shape ({self.n_levels}, {1 + self.dimension})", view.totals.shape
+                )
+            level_counts = decode_total(self.count, view.totals[:, 0])
+            coordinate_counts = np.stack([decode_total(p, view.totals[j, 1:]) for j, p in enumerate(self.levels)])
+            return self.combine(level_counts, coordinate_counts)[0]
+        sparse = self.view(view)
+        level_counts = self._part(sparse, self.count, 0, self.n_levels)
+        coordinate_counts = np.stack(
+            [self._part(sparse, p, o, self.dimension) for p, o in zip(self.levels, self._offsets(), strict=True)]
+        )
+        return self.combine(level_counts, coordinate_counts)[0]
+
+    def run(self, x: Any, *, rng: RNGLike = None, path: str = "fast") -> np.ndarray:
+        """As `ClippedSum.run`: ``"fast"`` samples every instance's noisy total exactly in law; chunks of users stream."""
+        owner = type(self).__name__
+        path = check_choice(path, "path", owner, EXECUTION_PATHS)
+        generator = as_generator(rng, owner)
+        if is_chunk_stream(x):
+            return self.run_streamed(x, rng=generator, path=path)
+        if path == "faithful":
+            return super().run(x, rng=generator, path="faithful")
+        values = self._inputs(x)
+        self.check_participants(values.shape[0])
+        return self.analyze(self._noisy_sums_of(values, generator))

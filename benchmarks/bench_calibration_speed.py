@@ -67,17 +67,17 @@ def emit(target: str, **fields: object) -> None:
 
 def clear_caches() -> None:
     """Every in-memory cache the RR and 3NB calibrations and the KDE's composition use."""
+    from privsum.accounting import budget
     from privsum.accounting.cache import clear_calibration_cache
     from privsum.bitsum import _rr_pairs as rr_pairs
     from privsum.bitsum import exact, noise, rr
-    from privsum.kde import protocol
 
     clear_calibration_cache()
     rr_pairs.clear_caches()
     rr._regular_samples.cache_clear()
     exact._NB_CACHE.cache_clear()
     noise._calibrated_parameters.cache_clear()
-    protocol._composed_guarantee.cache_clear()
+    budget.composed_guarantee.cache_clear()
 
 
 def matmul_seconds(repeats: int) -> list[float]:

@@ -14,6 +14,7 @@ References:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,16 +22,27 @@ from dataclasses import dataclass
 from privsum._validation import check_choice, check_delta, check_epsilon, check_integer, invalid
 from privsum.accounting.calibration import calibrate
 from privsum.accounting.composition import advanced_composition_epsilon
-from privsum.accounting.events import PrivacyEvent
+from privsum.accounting.events import ComposedEvent, GuaranteeEvent, PrivacyEvent
 from privsum.accounting.guarantee import PrivacyGuarantee
+from privsum.accounting.homogeneous import optimal_composition, optimal_composition_floor
 from privsum.accounting.pld import DEFAULT_DISCRETIZATION, PLDPair
 
 __all__ = [
     "BACKING_RTOL",
     "COMPOSITIONS",
+    "FIT_RTOL",
+    "MAX_FIT_STEPS",
+    "START_RTOL",
     "CompositionEvent",
     "compose_like_budget",
+    "composed_epsilon",
+    "composed_guarantee",
     "composition_backs",
+    "fit_composition",
+    "generic_composed_epsilon",
+    "largest_composable",
+    "largest_feasible",
+    "optimal_composed_epsilon",
     "per_mechanism_budget",
 ]
 
@@ -200,3 +212,218 @@ def compose_like_budget(
     elif composition == "tight":
         epsilon = min(epsilon, PLDPair.from_guarantee(per_mechanism).self_compose(count).epsilon(delta))
     return PrivacyGuarantee(epsilon, delta, per_mechanism.neighbouring)
+
+
+# --------------------------------------------------------------------------- fitting a parameter to k compositions
+#: The searches stop once the composed epsilon is within this fraction below the target.
+FIT_RTOL = 2e-3
+#: The worst-(epsilon0, delta0)-mechanism search only starts the search over an exact profile: coarser.
+START_RTOL = 2e-2
+#: Steps of one search at most.
+MAX_FIT_STEPS = 40
+
+
+def generic_composed_epsilon(epsilon0: float, delta0: float, count: int, delta: float) -> float:
+    """Epsilon at ``delta`` of ``count`` compositions of the worst ``(epsilon0, delta0)`` mechanism (exact)."""
+    return optimal_composed_epsilon(PrivacyGuarantee(epsilon0, delta0), count, delta)
+
+
+def optimal_composed_epsilon(instance: PrivacyGuarantee, count: int, delta: float) -> float:
+    """`optimal_composition`'s epsilon, ``inf`` where ``delta`` is at most its floor."""
+    if not delta > optimal_composition_floor(instance, count):
+        return math.inf
+    return optimal_composition(instance, count, delta).epsilon
+
+
+def largest_feasible(
+    composed: Callable[[float], float],
+    target: float,
+    start: float,
+    cap: float,
+    slope: float = 1.0,
+    *,
+    rtol: float = FIT_RTOL,
+    centred: bool = False,
+    values: dict[float, float] | None = None,
+    caller: tuple[str, str] = ("largest_feasible", "target"),
+) -> tuple[float, float]:
+    """Largest ``epsilon0`` in ``(0, cap]`` with ``composed(epsilon0) <= target``, to a relative tolerance.
+
+    ``composed`` should be non-decreasing (up to small wiggles). Works on ``log composed`` against
+    ``log epsilon0``, which is close to a line of slope about 1 (composition scales epsilon0): a
+    step of the given ``slope`` from the best feasible point, then regula falsi (Illinois) inside
+    the bracket ``[feasible, infeasible]``. Returns the feasible end (a point actually evaluated;
+    it stops once the composed epsilon is within ``rtol`` below the target) and the log-log slope
+    measured across the final bracket (to start a similar search).
+
+    ``centred=True`` aims every guess at the middle of the accepted band ``[target e^-rtol,
+    target]`` (rather than just past the target, to bracket it) and re-measures the slope between
+    feasible points: fewer evaluations of an expensive ``composed`` whose small wiggles would
+    otherwise make guesses at the band's edge miss it. ``values`` caches ``log composed - log
+    target`` by ``log epsilon0`` across searches of the same function. ``caller`` is ``(owner,
+    parameter)`` named when no positive ``epsilon0`` is feasible.
+
+    Examples:
+        >>> epsilon0, _ = largest_feasible(lambda e0: 10 * e0, 2.0, 1.0, 2.0)
+        >>> 10 * epsilon0 <= 2.0 and 10 * epsilon0 > 2.0 * (1 - FIT_RTOL)
+        True
+    """
+    log_target, log_cap = math.log(target), math.log(cap)
+    values = {} if values is None else values
+    aim = rtol / 2 if centred else 0.0  # guesses aim this far below the target (in log)
+
+    def gap(log_epsilon0: float) -> float:
+        if log_epsilon0 not in values:
+            values[log_epsilon0] = math.log(max(composed(math.exp(log_epsilon0)), 1e-300)) - log_target
+        return values[log_epsilon0]
+
+    low, high = min(math.log(start), log_cap), None
+    while gap(low) > 0:  # step down to a feasible start
+        high, low = low, low - math.log(4.0)
+        if low < log_cap - 60:
+            raise invalid(caller[1], caller[0], "large enough for a positive per-instance epsilon", target)
+    side, previous_low, repeats = 0, None, 0
+    for _ in range(MAX_FIT_STEPS):
+        if -gap(low) <= rtol or low >= log_cap or (high is not None and high - low < 1e-7):
+            break
+        if high is None and centred:  # a secant step to the band's middle, on the slope measured so far
+            if previous_low is not None:
+                slope = min(max((gap(low) - gap(previous_low)) / (low - previous_low), 0.5), 4.0)
+            guess = min(low - (gap(low) + aim) / slope, log_cap)
+        elif high is None:  # slope-1 step, a little beyond, to find an infeasible end
+            guess = min(low - gap(low) / slope + 1e-4, log_cap)
+        else:  # Illinois: damp the end that stayed put (centred: only once it stayed twice in a row)
+            damp = 2 if not centred or repeats >= 2 else 1
+            g_low = (gap(low) + aim) / (damp if side == 1 else 1)
+            g_high = (gap(high) + aim) / (damp if side == -1 else 1)
+            guess = (low * g_high - high * g_low) / (g_high - g_low)
+            guess = min(max(guess, low + 0.01 * (high - low)), high - 0.01 * (high - low))
+        moved = -1 if gap(guess) <= 0 else 1
+        repeats = repeats + 1 if moved == side else 1
+        if moved < 0:
+            previous_low, low, side = low, guess, -1
+        else:
+            high, side = guess, 1
+    if high is not None and high > low:
+        slope = max((gap(high) - gap(low)) / (high - low), 0.1)
+    return math.exp(low), slope
+
+
+@functools.lru_cache(maxsize=64)
+def composed_guarantee(event: ComposedEvent, delta: float) -> PrivacyGuarantee:
+    """Composition at ``delta``, cached: many KDEs share one calibrated bit sum and family size.
+
+    A generic ``(epsilon0, delta0)`` event composes exactly by the optimal composition theorem
+    (Kairouz, Oh & Viswanath, ICML 2015); an event with its own privacy-loss distribution by PLD.
+    """
+    if isinstance(event.event, GuaranteeEvent):
+        epsilon = optimal_composed_epsilon(event.event.guarantee, event.count, delta)
+    else:
+        epsilon = event.pld(event.native_discretization or DEFAULT_DISCRETIZATION).epsilon(delta)
+    return PrivacyGuarantee(epsilon, delta, event.neighbouring)
+
+
+def composed_epsilon(event: PrivacyEvent, count: int, delta: float) -> float:
+    """Epsilon at ``delta`` of ``count`` compositions of ``event`` (`composed_guarantee`); ``inf`` where ``event`` has none."""
+    if not event.guarantee.is_finite:
+        return math.inf
+    return composed_guarantee(ComposedEvent(event, count), delta).epsilon
+
+
+def largest_composable(
+    event_of: Callable[[float], PrivacyEvent],
+    count: int,
+    epsilon: float,
+    delta: float,
+    *,
+    start: float,
+    cap: float,
+    slope: float = 1.0,
+    rtol: float = FIT_RTOL,
+    centred: bool = True,
+    caller: tuple[str, str] = ("largest_composable", "epsilon"),
+) -> float:
+    """The largest parameter in ``(0, cap]`` whose event, composed ``count`` times, meets ``(epsilon, delta)``.
+
+    ``event_of`` is the per-mechanism event family (non-decreasing privacy loss in its
+    parameter); the composed epsilon at ``delta`` (`composed_epsilon`) is searched by
+    `largest_feasible` from ``start`` and ends within ``rtol`` below ``epsilon``. The result is a
+    parameter actually evaluated: its composition meets the target.
+
+    Examples:
+        >>> from privsum.accounting import GuaranteeEvent, PrivacyGuarantee
+        >>> family = lambda e0: GuaranteeEvent(PrivacyGuarantee(e0, 1e-8))
+        >>> e0 = largest_composable(family, 16, 1.0, 1e-6, start=1.0 / 16, cap=1.0)
+        >>> composed_epsilon(family(e0), 16, 1e-6) <= 1.0 < 16 * e0
+        True
+    """
+    level, _ = largest_feasible(
+        lambda parameter: composed_epsilon(event_of(parameter), count, delta),
+        epsilon,
+        start,
+        cap,
+        slope,
+        rtol=rtol,
+        centred=centred,
+        caller=caller,
+    )
+    return level
+
+
+def fit_composition(
+    event_of: Callable[[float], PrivacyEvent],
+    *,
+    epsilon: float,
+    delta: float,
+    delta0: float,
+    count: int,
+    start: float,
+    caller: tuple[str, str] = ("fit_composition", "epsilon"),
+) -> float:
+    """The largest ``epsilon0`` whose mechanism ``event_of(epsilon0)``, composed ``count`` times, meets ``(epsilon, delta)``.
+
+    ``event_of(epsilon0)`` is the event of a mechanism calibrated to ``(epsilon0, delta0)``. Two
+    stages: the largest ``epsilon0`` whose worst ``(epsilon0, delta0)`` mechanism composes within
+    the target (optimal composition, Kairouz, Oh & Viswanath), to `START_RTOL`, from ``start``;
+    a mechanism whose event is that worst mechanism (a `GuaranteeEvent`) then gets it to
+    `FIT_RTOL` (a pure one, ``delta0 = 0``, by its own ``(epsilon0, 0)`` composition). A
+    mechanism with its own privacy-loss distribution is composed by it, searched from there to
+    `FIT_RTOL` by a centred search: its composed epsilon (PLD on a grid) is not quite smooth in
+    ``epsilon0``, so guesses aim at the middle of the accepted band.
+
+    Examples:
+        >>> from privsum.accounting import GuaranteeEvent, PrivacyGuarantee
+        >>> family = lambda e0: GuaranteeEvent(PrivacyGuarantee(e0, 1e-8))
+        >>> e0 = fit_composition(family, epsilon=1.0, delta=1e-6, delta0=1e-8, count=16, start=1.0 / 16)
+        >>> composed_epsilon(family(e0), 16, 1e-6) <= 1.0 < 16 * e0
+        True
+    """
+    generic_values: dict[float, float] = {}
+
+    def generic_search(begin: float, rtol: float) -> tuple[float, float]:
+        composed = functools.partial(generic_composed_epsilon, delta0=delta0, count=count, delta=delta)
+        return largest_feasible(composed, epsilon, begin, epsilon, rtol=rtol, values=generic_values, caller=caller)
+
+    generic, slope = generic_search(start, START_RTOL)
+    instance = event_of(generic)
+    if isinstance(instance, GuaranteeEvent):  # the event is the worst mechanism with its headline
+        generic, slope = generic_search(generic, FIT_RTOL)
+        instance = event_of(generic)
+    if isinstance(instance, GuaranteeEvent) and instance.guarantee.delta == 0.0 and delta0 > 0:
+        # a pure mechanism: its event is the worst (epsilon0, 0) mechanism, sharper than (epsilon0, delta0)
+        pure, _ = largest_feasible(
+            lambda e0: generic_composed_epsilon(e0, 0.0, count, delta), epsilon, generic, epsilon, caller=caller
+        )
+        return pure
+    if isinstance(instance, GuaranteeEvent):
+        return generic  # nothing sharper to find
+    refined, _ = largest_feasible(
+        lambda e0: composed_epsilon(event_of(e0), count, delta),
+        epsilon,
+        generic,
+        epsilon,
+        min(max(slope, 1.0), 1.3),
+        centred=True,
+        caller=caller,
+    )
+    return refined

@@ -88,7 +88,36 @@ class BitSumProtocol(ShuffleProtocol):
     """
 
     streams_chunks: ClassVar[bool] = True
+    #: Whether a curator adds the noise once to each total (the central baselines): not divisible over users.
+    curated: ClassVar[bool] = False
     n_users: int
+
+    @classmethod
+    def calibrate_for_compositions(
+        cls,
+        *,
+        epsilon: float,
+        delta: float,
+        n_users: int,
+        compositions: int,
+        instance_delta: float,
+        calibration: str = "tight",
+        caller: tuple[str, str] | None = None,
+        **options: Any,
+    ) -> BitSumProtocol | None:
+        """An instance whose event, composed ``compositions`` times, meets ``(epsilon, delta)``; ``None``: no search of its own.
+
+        A caller that composes one user's bit over many instances (the KDE: ``compositions`` =
+        touched instances) asks the class first; ``None`` (this default) means it has no
+        search of its own, and the caller fits a per-instance epsilon with
+        `privsum.accounting.budget.fit_composition` over ``from_privacy(epsilon=epsilon0,
+        delta=instance_delta, n_users=n_users, calibration=calibration, **options)``. A
+        subclass whose composed guarantee depends on one parameter more directly (RR's flip
+        probability) overrides this with a search over that parameter. The returned instance's
+        ``compositions``-fold composition at ``delta`` must not exceed ``epsilon``; the caller
+        checks it. ``caller`` is ``(owner, parameter)`` a refusal names.
+        """
+        return None
 
     @abc.abstractmethod
     def variance(self, true_sum: Any = None) -> np.ndarray | float:

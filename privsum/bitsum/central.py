@@ -25,7 +25,7 @@ import abc
 import functools
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -47,7 +47,7 @@ from privsum.shuffle.noise import discrete_laplace_variance, sample_discrete_lap
 from privsum.shuffle.protocol import EXECUTION_PATHS
 from privsum.shuffle.streaming import PartialView
 
-__all__ = ["NOISE_SOURCES", "CentralGaussianBitSum", "CentralLaplaceBitSum", "ExactBitSum"]
+__all__ = ["CURATED_BITSUMS", "NOISE_SOURCES", "CentralGaussianBitSum", "CentralLaplaceBitSum", "ExactBitSum"]
 
 NOISE_SOURCES = ("opendp", "numpy")
 
@@ -62,6 +62,7 @@ def _opendp():
 class _Curated(BitSumProtocol):
     """Shared mechanics of the central baselines: bits to a curator, noise on each instance's count."""
 
+    curated: ClassVar[bool] = True
     n_users: int
     noise_source: str
 
@@ -450,3 +451,7 @@ def _sample_discrete_gaussian(generator: np.random.Generator, sigma: float, size
         out[pending[accepted]] = proposal[accepted]
         pending = pending[~accepted]
     return out.reshape(size)
+
+
+#: Bit-sum baselines whose curator adds noise once to the total (not divisible over users): `BitSumProtocol.curated`.
+CURATED_BITSUMS = (CentralGaussianBitSum, CentralLaplaceBitSum, ExactBitSum)

@@ -12,9 +12,10 @@ References:
     Densities", ICLR 2025.
 """
 
+from privsum._deprecation import moved_attribute_getter
 from privsum.kde.function import KDEFunction
 from privsum.kde.joint import JointClassKDE
-from privsum.kde.protocol import ACCOUNTING_METHODS, CURATED_BITSUMS, FEATURE_PRECISIONS, ShuffledKDE, touched_per_repetition
+from privsum.kde.protocol import ACCOUNTING_METHODS, FEATURE_PRECISIONS, ShuffledKDE, touched_per_repetition
 from privsum.kde.theory import (
     GaussianKDEParameters,
     gaussian_kde_parameters,
@@ -26,7 +27,6 @@ from privsum.kde.vector import VectorSumKDE, feature_norm_bound
 
 __all__ = [
     "ACCOUNTING_METHODS",
-    "CURATED_BITSUMS",
     "FEATURE_PRECISIONS",
     "GaussianKDEParameters",
     "JointClassKDE",
@@ -40,3 +40,6 @@ __all__ = [
     "sup_rmse_bound",
     "touched_per_repetition",
 ]
+
+#: ``CURATED_BITSUMS`` moved to `privsum.bitsum.central` (deprecated here; removed in the next release).
+__getattr__ = moved_attribute_getter(__name__, {"CURATED_BITSUMS": "privsum.bitsum.central"})

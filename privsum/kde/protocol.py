@@ -19,17 +19,13 @@ import numpy as np
 
 from privsum._random import RNGLike, as_generator
 from privsum._validation import check_choice, check_delta, check_epsilon, check_integer, invalid
+from privsum.accounting.budget import composed_guarantee, fit_composition
 from privsum.accounting.cache import cached_calibration
-from privsum.accounting.events import ComposedEvent, GuaranteeEvent, PrivacyEvent
-from privsum.accounting.gaussian import gaussian_epsilon, gaussian_sigma
+from privsum.accounting.events import ComposedEvent, PrivacyEvent
 from privsum.accounting.guarantee import PrivacyGuarantee
-from privsum.accounting.homogeneous import optimal_composition, optimal_composition_floor
-from privsum.accounting.pld import DEFAULT_DISCRETIZATION
 from privsum.bitsum import bitsum_protocol
 from privsum.bitsum.base import BitSumProtocol
-from privsum.bitsum.central import CentralGaussianBitSum, CentralLaplaceBitSum, ExactBitSum
-from privsum.bitsum.rr import RRBitSum, worst_case_event
-from privsum.exceptions import InvalidParameterError, PrivacyLeakWarning
+from privsum.exceptions import PrivacyLeakWarning
 from privsum.kde.function import KDEFunction
 from privsum.kde.theory import seed_composition_epsilon, seed_per_instance_epsilon, sup_rmse_bound
 from privsum.lsq.base import LSQFamily
@@ -50,27 +46,12 @@ FEATURE_PRECISIONS = ("float64", "float32", "exact")
 #: with a float32 uniform, which gives ``ceil(p 2^24) / 2^24``.
 FLOAT64_PROBABILITY_ERROR = 5e-7
 
-#: Bit-sum baselines whose curator adds noise once to the total (not divisible over users).
-CURATED_BITSUMS = (CentralGaussianBitSum, CentralLaplaceBitSum, ExactBitSum)
 
 # Entries (users x repetitions x coordinates) rounded at once: bounds the working memory.
 _BLOCK_ENTRIES = 1 << 21
 # Entries that the elementwise passes of the Fourier rounding process at once: their working set
 # (about 25 bytes an entry) stays in a core's L2 cache, so only the matmul's output goes through memory.
 _CACHE_BLOCK_ENTRIES = 1 << 15
-# Tight calibration stops once the composed epsilon is within this fraction of the target.
-_CALIBRATION_RTOL = 2e-3
-# The worst-(epsilon0, delta0)-mechanism search only starts the search over an exact profile: coarser.
-_START_RTOL = 2e-2
-_MAX_CALIBRATION_STEPS = 40
-# RR's flip search (`_flip_search`): the level 1/q - 2 of the smallest flip probability tried, and
-# the composed epsilon's first guess of log-log slope against it (epsilon0 ~ 1/sqrt(n q)).
-_LARGEST_FLIP_LEVEL = 1e12
-_FLIP_LEVEL_SLOPE = 0.5
-# The search starts this factor below the Gaussian estimate's level (more noise: usually feasible).
-_FLIP_START_MARGIN = 0.95
-# Relative step of the Gaussian estimate's slope.
-_SLOPE_STEP = 1.01
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -281,7 +262,7 @@ class ShuffledKDE(ShuffleProtocol):
         n_seen = sum(part.shape[0] for part in bits)
         if n_seen == 0:
             raise invalid("x", "ShuffledKDE", "at least one user", "no users")
-        if isinstance(self.bitsum, CURATED_BITSUMS):  # the curator's noise is added once
+        if self.bitsum.curated:  # the curator's noise is added once
             return self.bitsum.randomize(np.concatenate(bits), rng=generator), n_seen
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PrivacyLeakWarning)  # each chunk is part of one run
@@ -314,7 +295,7 @@ class ShuffledKDE(ShuffleProtocol):
         return self.bitsum.complete_view(partial, rng=as_generator(rng, "ShuffledKDE"))
 
     def _partial(self, x: Any, generator: np.random.Generator, path: str) -> PartialView:
-        curated = isinstance(self.bitsum, CURATED_BITSUMS)
+        curated = self.bitsum.curated
         counts = np.zeros((self.n_instances, len(self.alphabet)), dtype=np.int64)
         ones = np.zeros(self.n_instances, dtype=np.int64)
         n_seen = 0
@@ -488,29 +469,43 @@ class ShuffledKDE(ShuffleProtocol):
             bitsum = cached_calibration(
                 protocol.from_privacy, epsilon=epsilon0, delta=delta0, n_users=n_users, calibration=calibration, **options
             )
+            return make(bitsum)
+
+        def make(bitsum: BitSumProtocol) -> ShuffledKDE:
             return cls(
                 family=family, bitsum=bitsum, delta=delta, accounting=accounting, chunk_size=chunk_size, precision=precision
             )
 
         if delta == 0.0:
             result = build(epsilon / count)
-        elif accounting == "tight" and _searches_flip(protocol, calibration, options):
-            result = _flip_search(
-                lambda bitsum: cls(
-                    family=family, bitsum=bitsum, delta=delta, accounting=accounting, chunk_size=chunk_size, precision=precision
-                ),
-                n_users=n_users,
-                epsilon=epsilon,
-                delta=delta,
-                delta0=delta0,
-                count=count,
-            )
         elif accounting == "seed":
             result = build(seed_per_instance_epsilon(epsilon, touched, family.n_repetitions, delta / 2))
             if result.bitsum.guarantee.is_pure:  # Theorem 3.2's pure case: pure composition
                 result = build(epsilon / count)
-        else:
-            result = _tight_calibration(build, epsilon=epsilon, delta=delta, delta0=delta0, count=count)
+        else:  # the bit sum's own search for k compositions, else the generic one
+            own = protocol.calibrate_for_compositions(
+                epsilon=epsilon,
+                delta=delta,
+                n_users=n_users,
+                compositions=count,
+                instance_delta=delta0,
+                calibration=calibration,
+                caller=(owner, "epsilon"),
+                **options,
+            )
+            if own is not None:
+                result = make(own)
+            else:
+                epsilon0 = fit_composition(
+                    lambda e0: build(e0).bitsum.event,
+                    epsilon=epsilon,
+                    delta=delta,
+                    delta0=delta0,
+                    count=count,
+                    start=seed_per_instance_epsilon(epsilon, 1, count, delta / 2),
+                    caller=(owner, "epsilon"),
+                )
+                result = build(epsilon0)
         achieved = result.guarantee
         if not (achieved.epsilon <= epsilon * (1 + 1e-9) and achieved.delta <= delta * (1 + 1e-9)):
             raise invalid("epsilon", owner, f"met by the calibrated protocol (it achieves {achieved})", epsilon)
@@ -751,7 +746,7 @@ def _guarantee_of_event(
     event = ComposedEvent(instance_event, repetitions * touched)
     if delta == 0.0:
         return event.guarantee
-    return _composed_guarantee(event, delta)
+    return composed_guarantee(event, delta)
 
 
 def _seed_guarantee(instance: PrivacyGuarantee, touched: int, repetitions: int, delta: float) -> PrivacyGuarantee:
@@ -775,197 +770,3 @@ def touched_per_repetition(family: LSQFamily) -> int:
 def _is_nested_list(x: Any) -> bool:
     """A list of points (rather than an iterable of chunks): its items are scalars' sequences."""
     return isinstance(x, (list, tuple)) and len(x) > 0 and not isinstance(x[0], np.ndarray) and np.ndim(x[0]) == 1
-
-
-def _generic_composed_epsilon(epsilon0: float, delta0: float, count: int, delta: float) -> float:
-    """Epsilon at ``delta`` of ``count`` compositions of the worst ``(epsilon0, delta0)`` mechanism (exact)."""
-    return _optimal_epsilon(PrivacyGuarantee(epsilon0, delta0), count, delta)
-
-
-def _optimal_epsilon(instance: PrivacyGuarantee, count: int, delta: float) -> float:
-    """`optimal_composition`'s epsilon, ``inf`` where ``delta`` is at most its floor."""
-    if not delta > optimal_composition_floor(instance, count):
-        return math.inf
-    return optimal_composition(instance, count, delta).epsilon
-
-
-def _largest_feasible(
-    composed: Any,
-    target: float,
-    start: float,
-    cap: float,
-    slope: float = 1.0,
-    *,
-    rtol: float = _CALIBRATION_RTOL,
-    centred: bool = False,
-    values: dict[float, float] | None = None,
-) -> tuple[float, float]:
-    """Largest ``epsilon0`` in ``(0, cap]`` with ``composed(epsilon0) <= target``, to a relative tolerance.
-
-    ``composed`` should be non-decreasing (up to small wiggles). Works on ``log composed`` against
-    ``log epsilon0``, which is close to a line of slope about 1 (composition scales epsilon0): a
-    step of the given ``slope`` from the best feasible point, then regula falsi (Illinois) inside
-    the bracket ``[feasible, infeasible]``. Returns the feasible end (a point actually evaluated;
-    it stops once the composed epsilon is within ``rtol`` below the target) and the log-log slope
-    measured across the final bracket (to start a similar search).
-
-    ``centred=True`` aims every guess at the middle of the accepted band ``[target e^-rtol,
-    target]`` (rather than just past the target, to bracket it) and re-measures the slope between
-    feasible points: fewer evaluations of an expensive ``composed`` whose small wiggles would
-    otherwise make guesses at the band's edge miss it. ``values`` caches ``log composed - log
-    target`` by ``log epsilon0`` across searches of the same function.
-    """
-    log_target, log_cap = math.log(target), math.log(cap)
-    values = {} if values is None else values
-    aim = rtol / 2 if centred else 0.0  # guesses aim this far below the target (in log)
-
-    def gap(log_epsilon0: float) -> float:
-        if log_epsilon0 not in values:
-            values[log_epsilon0] = math.log(max(composed(math.exp(log_epsilon0)), 1e-300)) - log_target
-        return values[log_epsilon0]
-
-    low, high = min(math.log(start), log_cap), None
-    while gap(low) > 0:  # step down to a feasible start
-        high, low = low, low - math.log(4.0)
-        if low < log_cap - 60:
-            raise invalid("epsilon", "ShuffledKDE.from_privacy", "large enough for a positive per-instance epsilon", target)
-    side, previous_low, repeats = 0, None, 0
-    for _ in range(_MAX_CALIBRATION_STEPS):
-        if -gap(low) <= rtol or low >= log_cap or (high is not None and high - low < 1e-7):
-            break
-        if high is None and centred:  # a secant step to the band's middle, on the slope measured so far
-            if previous_low is not None:
-                slope = min(max((gap(low) - gap(previous_low)) / (low - previous_low), 0.5), 4.0)
-            guess = min(low - (gap(low) + aim) / slope, log_cap)
-        elif high is None:  # slope-1 step, a little beyond, to find an infeasible end
-            guess = min(low - gap(low) / slope + 1e-4, log_cap)
-        else:  # Illinois: damp the end that stayed put (centred: only once it stayed twice in a row)
-            damp = 2 if not centred or repeats >= 2 else 1
-            g_low = (gap(low) + aim) / (damp if side == 1 else 1)
-            g_high = (gap(high) + aim) / (damp if side == -1 else 1)
-            guess = (low * g_high - high * g_low) / (g_high - g_low)
-            guess = min(max(guess, low + 0.01 * (high - low)), high - 0.01 * (high - low))
-        moved = -1 if gap(guess) <= 0 else 1
-        repeats = repeats + 1 if moved == side else 1
-        if moved < 0:
-            previous_low, low, side = low, guess, -1
-        else:
-            high, side = guess, 1
-    if high is not None and high > low:
-        slope = max((gap(high) - gap(low)) / (high - low), 0.1)
-    return math.exp(low), slope
-
-
-def _tight_calibration(build: Any, *, epsilon: float, delta: float, delta0: float, count: int) -> ShuffledKDE:
-    """The two-stage search of `ShuffledKDE.from_privacy` (``accounting="tight"``).
-
-    First the largest ``epsilon0`` whose worst ``(epsilon0, delta0)`` mechanism composes within
-    the target, to ``_START_RTOL`` (a start); a bit sum whose event is that worst mechanism (a
-    `GuaranteeEvent`) then gets it to ``_CALIBRATION_RTOL``. A bit sum with an exact profile is
-    composed by its profile, searched from there to ``_CALIBRATION_RTOL`` by a centred search: its
-    composed epsilon (PLD on a ``1e-4`` grid) is not quite smooth in ``epsilon0`` (the profile's
-    atoms move across grid points), so guesses aim at the middle of the accepted band.
-    """
-    seed_start = seed_per_instance_epsilon(epsilon, 1, count, delta / 2)
-    generic_values: dict[float, float] = {}
-
-    def generic_search(start: float, rtol: float) -> tuple[float, float]:
-        composed = functools.partial(_generic_composed_epsilon, delta0=delta0, count=count, delta=delta)
-        return _largest_feasible(composed, epsilon, start, epsilon, rtol=rtol, values=generic_values)
-
-    generic, slope = generic_search(seed_start, _START_RTOL)
-    candidate = build(generic)
-    instance = candidate.bitsum.event
-    if isinstance(instance, GuaranteeEvent):  # the event is the worst mechanism with its headline
-        generic, slope = generic_search(generic, _CALIBRATION_RTOL)
-        candidate = build(generic)
-        instance = candidate.bitsum.event
-    if isinstance(instance, GuaranteeEvent) and instance.guarantee.delta == 0.0 and delta0 > 0:
-        # a pure bit sum: its event is the worst (epsilon0, 0) mechanism, sharper than (epsilon0, delta0)
-        pure, _ = _largest_feasible(lambda e0: _generic_composed_epsilon(e0, 0.0, count, delta), epsilon, generic, epsilon)
-        return build(pure)
-    if isinstance(instance, GuaranteeEvent):
-        return candidate  # nothing sharper to find
-    refined, _ = _largest_feasible(
-        lambda e0: build(e0).guarantee.epsilon,
-        epsilon,
-        generic,
-        epsilon,
-        min(max(slope, 1.0), 1.3),
-        centred=True,
-    )
-    return build(refined)
-
-
-def _searches_flip(protocol: type[BitSumProtocol], calibration: str, options: Mapping[str, Any]) -> bool:
-    """Whether the calibration searches RR's flip probability directly (tight RR composed by its profile)."""
-    return protocol is RRBitSum and calibration == "tight" and options.get("composition", "profile") == "profile"
-
-
-def _flip_search(make: Any, *, n_users: int, epsilon: float, delta: float, delta0: float, count: int) -> ShuffledKDE:
-    """Tight RR: the least flip probability whose worst-case profile, composed ``count`` times, meets the target.
-
-    A calibration per ``epsilon0`` (`_tight_calibration`) would search the flip probability for
-    each ``epsilon0`` it tries and verify it over every neighbour; the composed epsilon depends on
-    the flip probability alone, so this searches it directly, with the level ``1/q - 2`` (which
-    grows with the privacy loss) in the role of ``epsilon0``, by the centred search to within
-    ``_CALIBRATION_RTOL`` below the target, from just below the level the central limit theorem
-    suggests (`_gaussian_flip_estimate`). Only the protocol it returns verifies its headline
-    ``(epsilon0, delta0)`` over every neighbour.
-    """
-
-    def composed(level: float) -> float:
-        event = worst_case_event(n_users, 1.0 / (level + 2.0), delta0)
-        return _composed_guarantee(ComposedEvent(event, count), delta).epsilon
-
-    start = max(_FLIP_START_MARGIN * (1.0 / _gaussian_flip_estimate(epsilon, delta, n_users, count) - 2.0), 1e-9)
-    slope = _gaussian_level_slope(start, delta, n_users, count)
-    level, _ = _largest_feasible(composed, epsilon, start, _LARGEST_FLIP_LEVEL, slope, centred=True)
-    return make(RRBitSum(n_users=n_users, flip_probability=1.0 / (level + 2.0), delta=delta0))
-
-
-def _gaussian_level_slope(level: float, delta: float, n_users: int, count: int) -> float:
-    """The log-log slope of the composed epsilon in the level ``1/q - 2`` were RR's count Gaussian (a first step's guess).
-
-    Falls back to `_FLIP_LEVEL_SLOPE` where the Gaussian composition has no finite epsilon.
-    """
-
-    def composed(at: float) -> float:
-        flip = 1.0 / (at + 2.0)
-        per_run = (1.0 - 2.0 * flip) / math.sqrt(max(n_users - 1, 1) * flip * (1.0 - flip))
-        return gaussian_epsilon(delta, sigma=1.0 / (per_run * math.sqrt(count)), sensitivity=1.0)
-
-    try:
-        low, high = composed(level), composed(level * _SLOPE_STEP)
-    except InvalidParameterError:
-        return _FLIP_LEVEL_SLOPE
-    if not (0.0 < low < high < math.inf):
-        return _FLIP_LEVEL_SLOPE
-    return math.log(high / low) / math.log(_SLOPE_STEP)
-
-
-def _gaussian_flip_estimate(epsilon: float, delta: float, n_users: int, count: int) -> float:
-    """The flip probability for which ``count`` runs of RR meet ``(epsilon, delta)`` if RR's count were Gaussian.
-
-    Each run's count moves by ``1 - 2q`` with variance ``(n-1) q (1-q)``: a Gaussian mechanism of
-    ``mu = (1-2q) / sqrt((n-1) q (1-q))``; ``count`` of them compose to ``sqrt(count) mu``, which
-    the analytic Gaussian (`~privsum.accounting.gaussian.gaussian_sigma`) fixes. An estimate (the
-    count is not Gaussian), used only to start the search.
-    """
-    per_run = 1.0 / (gaussian_sigma(epsilon, delta, sensitivity=1.0) * math.sqrt(count))
-    scaled = per_run**2 * max(n_users - 1, 1)  # (1 - 2q)^2 = scaled q (1 - q)
-    return 0.5 * (1.0 - math.sqrt(1.0 - 4.0 / (4.0 + scaled)))
-
-
-@functools.lru_cache(maxsize=64)
-def _composed_guarantee(event: ComposedEvent, delta: float) -> PrivacyGuarantee:
-    """Composition at ``delta``, cached: many KDEs share one calibrated bit sum and family size.
-
-    A generic ``(epsilon0, delta0)`` event composes exactly by the optimal composition theorem
-    (Kairouz, Oh & Viswanath, ICML 2015); an event with its own privacy-loss distribution by PLD.
-    """
-    if isinstance(event.event, GuaranteeEvent):
-        epsilon = _optimal_epsilon(event.event.guarantee, event.count, delta)
-    else:
-        epsilon = event.pld(event.native_discretization or DEFAULT_DISCRETIZATION).epsilon(delta)
-    return PrivacyGuarantee(epsilon, delta, event.neighbouring)

@@ -14,9 +14,9 @@ from privsum.accounting import ComposedEvent
 from privsum.accounting.pld import PLDPair
 from privsum.bitsum import RRBitSum
 from privsum.bitsum import rr as rr_module
+from privsum.bitsum._rr_compositions import _gaussian_flip_estimate
 from privsum.bitsum._rr_worst_case import coin_block_pair, worst_case_epsilon, worst_case_samples
 from privsum.bitsum.exact import rr_profile, rr_worst_case_delta
-from privsum.kde.protocol import _gaussian_flip_estimate
 
 
 def _brute_epsilon(n, q, delta):

@@ -4,8 +4,8 @@ import math
 
 import pytest
 
+from privsum.accounting import budget
 from privsum.kde import ShuffledKDE
-from privsum.kde import protocol as kde_protocol
 from privsum.lsq import RandomFourierFeatures
 
 
@@ -22,21 +22,21 @@ def _search(centred, rtol, phase=0.0):
         calls.append(epsilon0)
         return _sawtooth(epsilon0, phase)
 
-    found, _ = kde_protocol._largest_feasible(composed, 2.0, 0.0153, 2.0, 1.0, rtol=rtol, centred=centred)
+    found, _ = budget.largest_feasible(composed, 2.0, 0.0153, 2.0, 1.0, rtol=rtol, centred=centred)
     return found, calls
 
 
 @pytest.mark.parametrize("centred", [False, True])
 @pytest.mark.parametrize("phase", [0.0, 0.3, 0.7])
 def test_search_returns_an_evaluated_feasible_point_in_the_band(centred, phase):
-    rtol = kde_protocol._CALIBRATION_RTOL
+    rtol = budget.FIT_RTOL
     found, calls = _search(centred, rtol, phase)
     assert found in calls
     assert 2.0 * math.exp(-rtol) <= _sawtooth(found, phase) <= 2.0
 
 
 def test_centred_search_needs_fewer_evaluations_on_a_sawtooth():
-    rtol = kde_protocol._CALIBRATION_RTOL
+    rtol = budget.FIT_RTOL
     phases = [k / 40 for k in range(40)]
     edge = [len(_search(False, rtol, phase)[1]) for phase in phases]
     centred = [len(_search(True, rtol, phase)[1]) for phase in phases]
@@ -49,7 +49,7 @@ def test_paper_setting_3nb_meets_the_target_within_the_band():
     kde = ShuffledKDE.from_privacy(family=family, protocol="3nb", epsilon=2.0, delta=1e-6, n_users=40_000)
     achieved = kde.guarantee
     assert achieved.delta == 1e-6
-    assert 2.0 * math.exp(-kde_protocol._CALIBRATION_RTOL) <= achieved.epsilon <= 2.0
+    assert 2.0 * math.exp(-budget.FIT_RTOL) <= achieved.epsilon <= 2.0
     # the per-instance headline is met by the exact profile itself
     instance = kde.bitsum.event
     assert instance.profile.delta(instance.guarantee.epsilon) <= instance.guarantee.delta * (1 + 1e-9)
@@ -59,4 +59,4 @@ def test_paper_setting_3nb_meets_the_target_within_the_band():
 def test_worst_mechanism_events_keep_the_strict_band(protocol):
     family = RandomFourierFeatures(dimension=4, n_repetitions=64, seed=0)
     kde = ShuffledKDE.from_privacy(family=family, protocol=protocol, epsilon=2.0, delta=1e-6, n_users=2000)
-    assert 2.0 * math.exp(-kde_protocol._CALIBRATION_RTOL) <= kde.guarantee.epsilon <= 2.0
+    assert 2.0 * math.exp(-budget.FIT_RTOL) <= kde.guarantee.epsilon <= 2.0

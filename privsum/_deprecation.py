@@ -36,7 +36,9 @@ def renamed(old_name: str, old_value: Any, new_name: str, new_value: Any, new_de
 
 
 def moved_attribute_getter(package: str, moved: dict[str, str]) -> Any:
-    """A module ``__getattr__`` serving ``moved`` names (name -> new module) with one `DeprecationWarning` each.
+    """A module ``__getattr__`` serving ``moved`` names with one `DeprecationWarning` each.
+
+    ``moved`` maps each old name to its new module, or to ``"module:new_name"`` for a renamed one.
 
     The new module is imported on first access only, so the old package never imports the new
     one at import time. Each name warns once: its value is then cached in the package.
@@ -47,12 +49,13 @@ def moved_attribute_getter(package: str, moved: dict[str, str]) -> Any:
     def moved_getattr(name: str) -> Any:
         if name not in moved:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        module, _, new_name = moved[name].partition(":")
         warnings.warn(
-            f"{package}.{name} has moved to {moved[name]}.{name}; the old path will be removed in the next release.",
+            f"{package}.{name} has moved to {module}.{new_name or name}; the old path will be removed in the next release.",
             DeprecationWarning,
             stacklevel=2,
         )
-        value = getattr(importlib.import_module(moved[name]), name)
+        value = getattr(importlib.import_module(module), new_name or name)
         setattr(sys.modules[package], name, value)
         return value
 
@@ -69,7 +72,7 @@ class _MovedModuleLoader:
         import importlib
         import types
 
-        targets = sorted(set(self.names.values()))
+        targets = sorted({target.partition(":")[0] for target in self.names.values()})
         warnings.warn(
             f"{spec.name} has moved (to {', '.join(targets)}); the old path will be removed in the next release.",
             DeprecationWarning,
@@ -77,7 +80,8 @@ class _MovedModuleLoader:
         )
         module = types.ModuleType(spec.name, f"Deprecated alias: the names of {spec.name}, now in {', '.join(targets)}.")
         for name, target in self.names.items():
-            setattr(module, name, getattr(importlib.import_module(target), name))
+            new_module, _, new_name = target.partition(":")
+            setattr(module, name, getattr(importlib.import_module(new_module), new_name or name))
         module.__all__ = sorted(self.names)
         return module
 

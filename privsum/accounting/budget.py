@@ -3,7 +3,7 @@
 `per_mechanism_budget` splits an ``(epsilon, delta)`` budget over ``count`` mechanisms that one
 user touches (advanced composition, or the numerical composition of the worst pair's PLD);
 `compose_like_budget` states what mechanisms of another guarantee compose to under the same
-rule; `CompositionEvent` carries such a headline for the accountant. The clipped sums of Dong,
+rule; `ComposedEventWithHeadline` carries such a headline for the accountant. The clipped sums of Dong,
 Luo, Fanti, Shi & Yi (CCS 2024) compose their coordinates and levels with it.
 
 References:
@@ -19,6 +19,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from privsum._deprecation import moved_attribute_getter
 from privsum._validation import check_choice, check_delta, check_epsilon, check_integer, invalid
 from privsum.accounting.calibration import calibrate
 from privsum.accounting.composition import advanced_composition_epsilon
@@ -33,7 +34,7 @@ __all__ = [
     "FIT_RTOL",
     "MAX_FIT_STEPS",
     "START_RTOL",
-    "CompositionEvent",
+    "ComposedEventWithHeadline",
     "compose_like_budget",
     "composed_epsilon",
     "composed_guarantee",
@@ -50,8 +51,12 @@ COMPOSITIONS = ("advanced", "tight")
 
 
 @dataclass(frozen=True)
-class CompositionEvent(PrivacyEvent):
+class ComposedEventWithHeadline(PrivacyEvent):
     """``count`` mechanisms, each ``event``, touched by one user, with the headline a composition theorem gives.
+
+    Unlike `~privsum.accounting.events.ComposedEvent` (whose guarantee is basic composition of
+    the event's), the guarantee is ``headline``, checked on construction to be backed by basic,
+    advanced or numerical composition (`composition_backs`). (Called ``CompositionEvent`` before.)
 
     ``headline`` comes from advanced composition or from the numerical composition of the PLDs
     (`per_mechanism_budget`); `pld` composes ``event``'s PLD ``count`` times (for the accountant).
@@ -60,7 +65,7 @@ class CompositionEvent(PrivacyEvent):
         >>> from privsum.accounting import GuaranteeEvent
         >>> single = GuaranteeEvent(PrivacyGuarantee(0.1, 1e-9))
         >>> headline = PrivacyGuarantee(advanced_composition_epsilon(0.1, 400, 1e-7), 400e-9 + 1e-7)
-        >>> CompositionEvent(single, 400, headline).guarantee.epsilon < 400 * 0.1
+        >>> ComposedEventWithHeadline(single, 400, headline).guarantee.epsilon < 400 * 0.1
         True
     """
 
@@ -69,7 +74,7 @@ class CompositionEvent(PrivacyEvent):
     headline: PrivacyGuarantee
 
     def __post_init__(self) -> None:
-        owner = "CompositionEvent"
+        owner = "ComposedEventWithHeadline"
         if not isinstance(self.event, PrivacyEvent):
             raise invalid("event", owner, "a PrivacyEvent", self.event)
         check_integer(self.count, "count", owner, low=1)
@@ -427,3 +432,7 @@ def fit_composition(
         caller=caller,
     )
     return refined
+
+
+#: ``CompositionEvent`` is the deprecated name of `ComposedEventWithHeadline` (removed in the next release).
+__getattr__ = moved_attribute_getter(__name__, {"CompositionEvent": __name__ + ":ComposedEventWithHeadline"})

@@ -39,7 +39,7 @@ from privsum.accounting import (
 )
 from privsum.accounting.budget import (
     COMPOSITIONS,
-    CompositionEvent,
+    ComposedEventWithHeadline,
     compose_like_budget,
     composition_backs,
     per_mechanism_budget,
@@ -218,10 +218,10 @@ class ClippedVectorSum(ShuffleProtocol):
         return self.rotation.padded_dimension
 
     @property
-    def event(self) -> CompositionEvent:
+    def event(self) -> ComposedEventWithHeadline:
         """``d'`` coordinates, each one clipped sum's event (its two signs share it), with the composed headline."""
         per_coordinate = GuaranteeEvent(self.coordinate.guarantee)
-        return CompositionEvent(per_coordinate, self.padded_dimension, self.headline)
+        return ComposedEventWithHeadline(per_coordinate, self.padded_dimension, self.headline)
 
     @property
     def alphabet(self) -> range:  # type: ignore[override]
@@ -282,7 +282,7 @@ class ClippedVectorSum(ShuffleProtocol):
         per_coordinate = self.coordinate.event_for_participants(n_participants).guarantee
         count = self.padded_dimension
         headline = compose_like_budget(per_coordinate, count, self.coordinate.guarantee, self.headline.delta, self.composition)
-        return CompositionEvent(GuaranteeEvent(per_coordinate), count, headline)
+        return ComposedEventWithHeadline(GuaranteeEvent(per_coordinate), count, headline)
 
     # ----------------------------------------------------------------- roles
     def randomize(self, x: Any, *, rng: RNGLike = None) -> MessageBatch:

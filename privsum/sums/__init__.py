@@ -105,7 +105,7 @@ MOVED_MODULES = {
         "CentralClippedVectorSum": "privsum.clipping.central",
         "CentralSparseAggregation": "privsum.clipping.central",
         "ClippedVectorSum": "privsum.clipping.vector",
-        "CompositionEvent": "privsum.accounting.budget",
+        "CompositionEvent": "privsum.accounting.budget:ComposedEventWithHeadline",
         "SparseVectorAggregation": "privsum.clipping.sparse",
         "compose_like_budget": "privsum.accounting.budget",
         "composition_backs": "privsum.accounting.budget",

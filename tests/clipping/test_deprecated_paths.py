@@ -21,7 +21,7 @@ with warnings.catch_warnings(record=True) as caught:
     from privsum.sums.clipped import ClippedSum as again
     from privsum.sums.clipped_vector import CompositionEvent, SparseVectorAggregation
     from privsum.sums.clipped_shares import SparseMultiMessageSum
-from privsum.accounting.budget import CompositionEvent as new_event
+from privsum.accounting.budget import ComposedEventWithHeadline as new_event
 from privsum.clipping import ClippedSum, SparseVectorAggregation as new_sparse
 from privsum.sums.sparse_shares import SparseMultiMessageSum as new_shares
 print(json.dumps({
@@ -43,3 +43,18 @@ def test_old_paths_work_warn_once_each_and_load_nothing_eagerly():
     assert sum("privsum.sums.ClippedSum" in m for m in messages) == 1
     for old in ("clipped", "clipped_vector", "clipped_shares"):
         assert sum(m.startswith(f"privsum.sums.{old} has moved") for m in messages) == 1, messages
+
+
+def test_renamed_names_warn_and_resolve():
+    import pytest
+
+    from privsum.accounting import budget
+    from privsum.bitsum.central import CURATED_BITSUMS
+
+    with pytest.warns(DeprecationWarning, match="ComposedEventWithHeadline"):
+        assert budget.__getattr__("CompositionEvent") is budget.ComposedEventWithHeadline
+    import privsum.kde
+
+    with pytest.warns(DeprecationWarning, match="privsum.bitsum.central.CURATED_BITSUMS"):
+        assert privsum.kde.__getattr__("CURATED_BITSUMS") is CURATED_BITSUMS
+    assert all(cls.curated for cls in CURATED_BITSUMS)

@@ -264,14 +264,14 @@ def test_derived_events_report_only_the_composition_of_their_parts():
 
 def test_composition_event_refuses_a_headline_no_composition_backs():
     from privsum.accounting import GuaranteeEvent
-    from privsum.accounting.budget import CompositionEvent, per_mechanism_budget
+    from privsum.accounting.budget import ComposedEventWithHeadline, per_mechanism_budget
 
     single = GuaranteeEvent(PrivacyGuarantee(0.1, 1e-9))
-    with pytest.raises(InvalidParameterError, match="'headline' parameter of CompositionEvent"):
-        CompositionEvent(single, 400, PrivacyGuarantee(1.0, 1e-6))  # basic: 40; advanced at slack 6e-7: about 10
+    with pytest.raises(InvalidParameterError, match="'headline' parameter of ComposedEventWithHeadline"):
+        ComposedEventWithHeadline(single, 400, PrivacyGuarantee(1.0, 1e-6))  # basic: 40; advanced at slack 6e-7: about 10
     for composition in ("advanced", "tight"):
         epsilon0, delta0, headline = per_mechanism_budget(1.0, 1e-6, 16, composition)
-        assert CompositionEvent(GuaranteeEvent(PrivacyGuarantee(epsilon0, delta0)), 16, headline).guarantee == headline
+        assert ComposedEventWithHeadline(GuaranteeEvent(PrivacyGuarantee(epsilon0, delta0)), 16, headline).guarantee == headline
 
 
 def test_clipped_vector_sum_refuses_a_forged_headline():

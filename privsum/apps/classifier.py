@@ -30,15 +30,7 @@ from privsum.accounting.events import GuaranteeEvent, ParallelEvent
 from privsum.accounting.guarantee import PrivacyGuarantee, ThreatModel
 from privsum.apps._estimator import ClassifierBase, DataConversionWarning, NotFittedError
 from privsum.apps.labels import label_event, randomize_labels
-from privsum.bitsum import (
-    CentralGaussianBitSum,
-    CentralLaplaceBitSum,
-    ExactBitSum,
-    LocalRRBitSum,
-    PureBitSum,
-    RRBitSum,
-    ThreeNBBitSum,
-)
+from privsum.bitsum import PROTOCOLS as BIT_SUM_PROTOCOLS
 from privsum.exceptions import PrivacyLeakWarning
 from privsum.kde.function import KDEFunction
 from privsum.kde.joint import JointClassKDE
@@ -60,14 +52,9 @@ __all__ = [
     "protocol_option_names",
 ]
 
+#: The bit sums by name (`privsum.bitsum.PROTOCOLS`), then the vector sums.
 PROTOCOLS: dict[str, type] = {
-    "rr": RRBitSum,
-    "3nb": ThreeNBBitSum,
-    "pure": PureBitSum,
-    "local": LocalRRBitSum,
-    "central-gaussian-per-instance": CentralGaussianBitSum,
-    "central-laplace": CentralLaplaceBitSum,
-    "exact": ExactBitSum,
+    **BIT_SUM_PROTOCOLS,
     "vector": SkellamVectorSum,
     "central-gaussian": CentralGaussianVectorSum,
     "exact-vector": ExactVectorSum,
@@ -360,7 +347,7 @@ class ShuffledKDEClassifier(ClassifierBase):
 
     def _calibrate(self, n_users: int) -> ShuffledKDE:
         if self.protocol == "exact":
-            return ShuffledKDE(family=self.family_, bitsum=ExactBitSum(n_users=n_users))
+            return ShuffledKDE(family=self.family_, bitsum=PROTOCOLS["exact"](n_users=n_users))
         options = dict(self.protocol_options or {})
         with refusals_as(type(self).__name__, dict.fromkeys(options, "protocol_options")):
             return ShuffledKDE.from_privacy(

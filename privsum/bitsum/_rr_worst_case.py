@@ -33,7 +33,17 @@ import numpy as np
 
 from privsum.bitsum._rr_pairs import CountPair, count_pair
 
-__all__ = ["OutOfWorkError", "meets_target", "worst_case_deltas", "worst_case_epsilon", "worst_case_samples"]
+__all__ = [
+    "OutOfWorkError",
+    "block_pair",
+    "coin_block_pair",
+    "cover",
+    "meets_target",
+    "seed_ks",
+    "worst_case_deltas",
+    "worst_case_epsilon",
+    "worst_case_samples",
+]
 
 
 class _ViolationError(Exception):

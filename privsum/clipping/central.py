@@ -3,11 +3,6 @@
 * `CentralClippedSum` (a given ``tau``, or the non-private oracle ``tau = max``) and
   `PrivateCentralClippedSum` (``tau`` chosen privately, then clipping: the fair central-DP comparison).
 * `CentralClippedVectorSum` and `CentralSparseAggregation` (Gaussian noise via OpenDP).
-
-
-References:
-    Dong, Luo, Fanti, Shi & Yi, "(Almost) Instance-optimal Clipping for Summation Problems in
-    the Shuffle Model of Differential Privacy", CCS 2024.
 """
 
 from __future__ import annotations
@@ -30,13 +25,8 @@ from privsum._validation import (
     check_real,
     invalid,
 )
-from privsum.accounting import (
-    GuaranteeEvent,
-    PrivacyGuarantee,
-)
-from privsum.clipping.instances import (
-    check_noise_ratio,
-)
+from privsum.accounting import GuaranteeEvent, PrivacyGuarantee
+from privsum.clipping.instances import check_noise_ratio
 from privsum.shuffle.noise import sample_discrete_laplace
 
 __all__ = [

@@ -3,11 +3,6 @@
 Every clipped sum of Dong et al. (CCS 2024) runs one summation instance (GKMPS21 correlated noise
 or BBGN20 shares) per part of its domain; the helpers here choose that instance, sample and
 decode its noisy total, read its noise, set tail thresholds and assemble the instances' views.
-
-
-References:
-    Dong, Luo, Fanti, Shi & Yi, "(Almost) Instance-optimal Clipping for Summation Problems in
-    the Shuffle Model of Differential Privacy", CCS 2024.
 """
 
 from __future__ import annotations
@@ -20,13 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from privsum._validation import (
-    check_choice,
-    check_integer,
-    check_integer_array,
-    check_probability,
-    invalid,
-)
+from privsum._validation import check_choice, check_integer, check_integer_array, check_probability, invalid
 from privsum.accounting import (
     GuaranteeEvent,
     Neighbouring,

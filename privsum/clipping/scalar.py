@@ -13,11 +13,6 @@ error is proportional to the data's own maximum rather than to ``U``.
 Also here: the baselines over the full domain (`full_domain_correlated_sum`,
 `full_domain_multi_message_sum`); the helpers the clipped sums share are in
 `privsum.clipping.instances`, the central-DP references in `privsum.clipping.central`.
-
-
-References:
-    Dong, Luo, Fanti, Shi & Yi, "(Almost) Instance-optimal Clipping for Summation Problems in
-    the Shuffle Model of Differential Privacy", CCS 2024.
 """
 
 from __future__ import annotations
@@ -40,11 +35,7 @@ from privsum._validation import (
     check_real,
     invalid,
 )
-from privsum.accounting import (
-    Neighbouring,
-    ParallelEvent,
-    PrivacyEvent,
-)
+from privsum.accounting import Neighbouring, ParallelEvent, PrivacyEvent
 from privsum.clipping.instances import (
     CLIPPED_RELATIONS,
     INSTANCE_METHODS,

@@ -3,11 +3,6 @@
 `SparseVectorAggregation`: binary vectors (frequency estimation under user-level DP); users are
 partitioned by sparsity level, each level has a user-count instance and per-coordinate count
 instances; the analyzer keeps the levels up to the last one with enough users.
-
-
-References:
-    Dong, Luo, Fanti, Shi & Yi, "(Almost) Instance-optimal Clipping for Summation Problems in
-    the Shuffle Model of Differential Privacy", CCS 2024.
 """
 
 from __future__ import annotations
@@ -31,21 +26,8 @@ from privsum._validation import (
     invalid,
     refusals_as,
 )
-from privsum.accounting import (
-    GuaranteeEvent,
-    Neighbouring,
-    ParallelEvent,
-    PrivacyEvent,
-    PrivacyGuarantee,
-    basic_composition,
-)
-from privsum.accounting.budget import (
-    BACKING_RTOL,
-    COMPOSITIONS,
-    compose_like_budget,
-    composition_backs,
-    per_mechanism_budget,
-)
+from privsum.accounting import GuaranteeEvent, Neighbouring, ParallelEvent, PrivacyEvent, PrivacyGuarantee, basic_composition
+from privsum.accounting.budget import BACKING_RTOL, COMPOSITIONS, compose_like_budget, composition_backs, per_mechanism_budget
 from privsum.clipping.instances import (
     INSTANCE_METHODS,
     InstanceProtocol,

@@ -4,11 +4,6 @@
 each rotated coordinate split into its positive and negative parts, the one-round `ClippedSum`
 per (coordinate, sign), composed over coordinates (advanced composition, or numerically), and
 the sums rotated back.
-
-
-References:
-    Dong, Luo, Fanti, Shi & Yi, "(Almost) Instance-optimal Clipping for Summation Problems in
-    the Shuffle Model of Differential Privacy", CCS 2024.
 """
 
 from __future__ import annotations
@@ -31,12 +26,7 @@ from privsum._validation import (
     invalid,
     refusals_as,
 )
-from privsum.accounting import (
-    GuaranteeEvent,
-    Neighbouring,
-    PrivacyEvent,
-    PrivacyGuarantee,
-)
+from privsum.accounting import GuaranteeEvent, Neighbouring, PrivacyEvent, PrivacyGuarantee
 from privsum.accounting.budget import (
     COMPOSITIONS,
     ComposedEventWithHeadline,

@@ -17,10 +17,8 @@ import numpy as np
 
 from privsum._random import RNGLike, as_generator
 from privsum._validation import check_integer, check_real, invalid, refusals_as
-from privsum.accounting.events import PrivacyEvent
-from privsum.accounting.guarantee import PrivacyGuarantee
 from privsum.kde.function import KDEFunction
-from privsum.kde.vector import VectorSumProtocol, bits_per_message, feature_norm_bound
+from privsum.kde.vector import VectorSumProtocol, VectorSumReleases, feature_norm_bound
 from privsum.lsq.base import LSQFamily
 from privsum.lsq.inner_product import IdentityFeatures
 from privsum.sums.central_vector import CentralGaussianVectorSum, ExactVectorSum
@@ -35,7 +33,7 @@ _STREAMING_SUMS = (CentralGaussianVectorSum, ExactVectorSum)
 
 
 @dataclass(frozen=True, kw_only=True)
-class JointClassKDE:
+class JointClassKDE(VectorSumReleases):
     """Every class's KDE and noisy size from one vector sum of dimension ``C (I Q + 1)``.
 
     Args:
@@ -145,33 +143,6 @@ class JointClassKDE:
     def row_width(self) -> int:
         """``I Q + 1``: one class's features and its count."""
         return self.family.n_repetitions * self.family.n_coordinates + 1
-
-    @property
-    def n_users(self) -> int:
-        return int(self.vector_sum.n_users)
-
-    @property
-    def guarantee(self) -> PrivacyGuarantee:
-        """The vector sum's guarantee, covering points and labels."""
-        return self.vector_sum.guarantee
-
-    @property
-    def event(self) -> PrivacyEvent:
-        return self.vector_sum.event
-
-    def guarantee_for_participants(self, n_participants: int) -> PrivacyGuarantee:
-        """The guarantee achieved when ``n_participants`` users take part."""
-        n_participants = check_integer(n_participants, "n_participants", "JointClassKDE", low=1)
-        if n_participants >= self.n_users:
-            return self.guarantee
-        return self.vector_sum.event_for_participants(n_participants).guarantee
-
-    @property
-    def expected_messages_per_user(self) -> float:
-        return float(self.vector_sum.expected_messages_per_user)
-
-    def bits_per_message(self) -> int:
-        return bits_per_message(self.vector_sum)
 
     def run(self, x: Any, labels: Any, *, rng: RNGLike = None) -> tuple[list[KDEFunction], np.ndarray]:
         """Each class's `KDEFunction` and its noisy size (an integer, at least 1).

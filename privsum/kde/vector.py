@@ -75,8 +75,51 @@ def bits_per_message(protocol: Any) -> int:
     return int(value() if callable(value) else value)
 
 
+class VectorSumReleases:
+    """What a KDE released from one vector sum reports: the vector sum's own (the KDE is post-processing of the sum)."""
+
+    vector_sum: VectorSumProtocol
+
+    @property
+    def n_users(self) -> int:
+        """Users the vector sum is set up for."""
+        return int(self.vector_sum.n_users)
+
+    @property
+    def guarantee(self) -> PrivacyGuarantee:
+        """The vector sum's guarantee (the KDE is post-processing of the sum)."""
+        return self.vector_sum.guarantee
+
+    @property
+    def event(self) -> PrivacyEvent:
+        """The vector sum's event (for an accountant)."""
+        return self.vector_sum.event
+
+    def event_for_participants(self, n_participants: int) -> PrivacyEvent:
+        """The vector sum's event when ``n_participants`` users take part."""
+        n_participants = check_integer(n_participants, "n_participants", type(self).__name__, low=1)
+        return self.vector_sum.event_for_participants(n_participants)
+
+    def guarantee_for_participants(self, n_participants: int) -> PrivacyGuarantee:
+        """The guarantee achieved when ``n_participants`` users take part."""
+        n_participants = check_integer(n_participants, "n_participants", type(self).__name__, low=1)
+        if n_participants >= self.n_users:
+            return self.guarantee
+        event = self.event_for_participants(n_participants)
+        return event.guarantee
+
+    @property
+    def expected_messages_per_user(self) -> float:
+        """The vector sum's messages per user."""
+        return float(self.vector_sum.expected_messages_per_user)
+
+    def bits_per_message(self) -> int:
+        """The vector sum's message width."""
+        return bits_per_message(self.vector_sum)
+
+
 @dataclass(frozen=True, kw_only=True)
-class VectorSumKDE:
+class VectorSumKDE(VectorSumReleases):
     """Kernel density estimation from one private vector sum of the users' LSQ features.
 
     A user with point ``x`` contributes its flattened features ``(f_1(x), ..., f_I(x))`` (length
@@ -169,43 +212,6 @@ class VectorSumKDE:
                 neighbouring=neighbouring,
             )
         return cls(family=family, vector_sum=vector_sum)
-
-    @property
-    def n_users(self) -> int:
-        """Users the vector sum is set up for."""
-        return int(self.vector_sum.n_users)
-
-    @property
-    def guarantee(self) -> PrivacyGuarantee:
-        """The vector sum's guarantee (the KDE is post-processing of the sum)."""
-        return self.vector_sum.guarantee
-
-    @property
-    def event(self) -> PrivacyEvent:
-        """The vector sum's event (for an accountant)."""
-        return self.vector_sum.event
-
-    def event_for_participants(self, n_participants: int) -> PrivacyEvent:
-        """The vector sum's event when ``n_participants`` users take part."""
-        n_participants = check_integer(n_participants, "n_participants", "VectorSumKDE", low=1)
-        return self.vector_sum.event_for_participants(n_participants)
-
-    def guarantee_for_participants(self, n_participants: int) -> PrivacyGuarantee:
-        """The guarantee achieved when ``n_participants`` users take part."""
-        n_participants = check_integer(n_participants, "n_participants", "VectorSumKDE", low=1)
-        if n_participants >= self.n_users:
-            return self.guarantee
-        event = self.event_for_participants(n_participants)
-        return event.guarantee
-
-    @property
-    def expected_messages_per_user(self) -> float:
-        """The vector sum's messages per user."""
-        return float(self.vector_sum.expected_messages_per_user)
-
-    def bits_per_message(self) -> int:
-        """The vector sum's message width."""
-        return bits_per_message(self.vector_sum)
 
     def features(self, x: Any) -> np.ndarray:
         """The users' flattened features ``(n, I * Q)`` (points checked by the family)."""

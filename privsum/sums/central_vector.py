@@ -76,8 +76,29 @@ def check_vectors(x: Any, owner: str, *, dimension: int, norm_bound: float) -> n
     return array
 
 
+class CuratedVectorSum:
+    """What the curated vector references share: every user sends its ``d`` coordinates to a curator."""
+
+    dimension: int
+    event: PrivacyEvent
+
+    def event_for_participants(self, n_participants: int) -> PrivacyEvent:
+        """The same `event`: the curator's noise does not depend on how many users take part."""
+        check_integer(n_participants, "n_participants", type(self).__name__, low=1)
+        return self.event
+
+    @property
+    def expected_messages_per_user(self) -> float:
+        """``d``: one message per coordinate to the curator."""
+        return float(self.dimension)
+
+    def bits_per_message(self) -> int:
+        """Coordinate tag plus a float64 value."""
+        return math.ceil(math.log2(self.dimension)) + _VALUE_BITS if self.dimension > 1 else _VALUE_BITS
+
+
 @dataclass(frozen=True, kw_only=True)
-class CentralGaussianVectorSum:
+class CentralGaussianVectorSum(CuratedVectorSum):
     """The Gaussian mechanism on a vector sum: a trusted curator releases ``sum_i x_i + N(0, sigma^2 I_d)``.
 
     Args:
@@ -169,20 +190,6 @@ class CentralGaussianVectorSum:
         """A `GaussianEvent` (exact headline; Gaussian PLD for composition)."""
         return GaussianEvent(self.sigma, self.sensitivity, self.guarantee)
 
-    def event_for_participants(self, n_participants: int) -> PrivacyEvent:
-        """The same `event`: the curator's noise does not depend on how many users take part."""
-        check_integer(n_participants, "n_participants", type(self).__name__, low=1)
-        return self.event
-
-    @property
-    def expected_messages_per_user(self) -> float:
-        """``d``: one message per coordinate to the curator."""
-        return float(self.dimension)
-
-    def bits_per_message(self) -> int:
-        """Coordinate tag plus a float64 value."""
-        return math.ceil(math.log2(self.dimension)) + _VALUE_BITS if self.dimension > 1 else _VALUE_BITS
-
     def variance(self) -> float:
         """Per-coordinate variance of the released sum: ``sigma^2``."""
         return self.sigma**2
@@ -199,7 +206,7 @@ class CentralGaussianVectorSum:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ExactVectorSum:
+class ExactVectorSum(CuratedVectorSum):
     """The non-private reference: the exact ``sum_i x_i`` (no privacy, ``epsilon = inf``).
 
     Args:
@@ -248,19 +255,6 @@ class ExactVectorSum:
     @property
     def event(self) -> PrivacyEvent:
         return GuaranteeEvent(self.guarantee)
-
-    def event_for_participants(self, n_participants: int) -> PrivacyEvent:
-        check_integer(n_participants, "n_participants", type(self).__name__, low=1)
-        return self.event
-
-    @property
-    def expected_messages_per_user(self) -> float:
-        """``d``: one message per coordinate."""
-        return float(self.dimension)
-
-    def bits_per_message(self) -> int:
-        """Coordinate tag plus a float64 value."""
-        return math.ceil(math.log2(self.dimension)) + _VALUE_BITS if self.dimension > 1 else _VALUE_BITS
 
     def variance(self) -> float:
         """No noise: ``0``."""

@@ -8,14 +8,15 @@ worst-case profile over every neighbour) depends on the flip probability alone, 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from privsum.accounting.budget import composed_guarantee, largest_feasible
 from privsum.accounting.events import ComposedEvent
 from privsum.accounting.gaussian import gaussian_epsilon, gaussian_sigma
-from privsum.bitsum.rr import worst_case_event
+from privsum.bitsum.rr import RRBitSum, worst_case_event
 from privsum.exceptions import InvalidParameterError
 
-__all__ = ["flip_for_compositions"]
+__all__ = ["calibrated_for_compositions", "flip_for_compositions"]
 
 # The level 1/q - 2 of the smallest flip probability tried, and the composed epsilon's first guess
 # of log-log slope against it (epsilon0 ~ 1/sqrt(n q)).
@@ -25,6 +26,32 @@ _FLIP_LEVEL_SLOPE = 0.5
 _FLIP_START_MARGIN = 0.95
 # Relative step of the Gaussian estimate's slope.
 _SLOPE_STEP = 1.01
+
+
+def calibrated_for_compositions(
+    cls: type[RRBitSum],
+    *,
+    epsilon: float,
+    delta: float,
+    n_users: int,
+    compositions: int,
+    instance_delta: float,
+    calibration: str = "tight",
+    caller: tuple[str, str] | None = None,
+    **options: Any,
+) -> RRBitSum | None:
+    """`RRBitSum.calibrate_for_compositions`: the least flip probability (`flip_for_compositions`), or ``None``.
+
+    ``None`` (the generic search) for ``calibration="analytic"`` or ``composition="guarantee"``
+    (RR then composes as a generic ``(epsilon, delta)`` mechanism).
+    """
+    if calibration != "tight" or options.get("composition", "profile") != "profile":
+        return None
+    owner = caller or (f"{cls.__name__}.calibrate_for_compositions", "epsilon")
+    flip = flip_for_compositions(
+        n_users=n_users, epsilon=epsilon, delta=delta, delta0=instance_delta, count=compositions, caller=owner
+    )
+    return cls(n_users=n_users, flip_probability=flip, delta=instance_delta)
 
 
 def flip_for_compositions(

@@ -269,31 +269,11 @@ class RRBitSum(_FlippedReports):
         raise RuntimeError("RRBitSum: the worst-case profile misses the calibrated target")  # pragma: no cover
 
     @classmethod
-    def calibrate_for_compositions(
-        cls,
-        *,
-        epsilon: float,
-        delta: float,
-        n_users: int,
-        compositions: int,
-        instance_delta: float,
-        calibration: str = "tight",
-        caller: tuple[str, str] | None = None,
-        **options: Any,
-    ) -> RRBitSum | None:
-        """Tight RR composed by its profile: the least flip probability meeting the target directly.
+    def calibrate_for_compositions(cls, **request: Any) -> RRBitSum | None:
+        """Tight RR composed by its profile: its flip probability searched directly (`calibrated_for_compositions`)."""
+        from privsum.bitsum._rr_compositions import calibrated_for_compositions  # it imports this module
 
-        ``None`` (the generic search) for ``calibration="analytic"`` or ``composition="guarantee"``.
-        """
-        if calibration != "tight" or options.get("composition", "profile") != "profile":
-            return None
-        from privsum.bitsum._rr_compositions import flip_for_compositions  # it imports this module
-
-        owner = caller or (f"{cls.__name__}.calibrate_for_compositions", "epsilon")
-        flip = flip_for_compositions(
-            n_users=n_users, epsilon=epsilon, delta=delta, delta0=instance_delta, count=compositions, caller=owner
-        )
-        return cls(n_users=n_users, flip_probability=flip, delta=instance_delta)
+        return calibrated_for_compositions(cls, **request)
 
     @functools.cached_property
     def event(self) -> PrivacyEvent:

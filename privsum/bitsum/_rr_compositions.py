@@ -29,35 +29,25 @@ _SLOPE_STEP = 1.01
 
 
 def calibrated_for_compositions(
-    cls: type[RRBitSum],
-    *,
-    epsilon: float,
-    delta: float,
-    n_users: int,
-    compositions: int,
-    instance_delta: float,
-    calibration: str = "tight",
-    caller: tuple[str, str] | None = None,
-    **options: Any,
+    cls: type[RRBitSum], *, calibration: str = "tight", composition: str = "profile", **target: Any
 ) -> RRBitSum | None:
     """`RRBitSum.calibrate_for_compositions`: the least flip probability (`flip_for_compositions`), or ``None``.
 
     ``None`` (the generic search) for ``calibration="analytic"`` or ``composition="guarantee"``
     (RR then composes as a generic ``(epsilon, delta)`` mechanism).
     """
-    if calibration != "tight" or options.get("composition", "profile") != "profile":
+    if calibration != "tight" or composition != "profile":
         return None
-    owner = caller or (f"{cls.__name__}.calibrate_for_compositions", "epsilon")
-    flip = flip_for_compositions(
-        n_users=n_users, epsilon=epsilon, delta=delta, delta0=instance_delta, count=compositions, caller=owner
-    )
-    return cls(n_users=n_users, flip_probability=flip, delta=instance_delta)
+    if target.get("caller") is None:
+        target["caller"] = (f"{cls.__name__}.calibrate_for_compositions", "epsilon")
+    flip = flip_for_compositions(**target)
+    return cls(n_users=target["n_users"], flip_probability=flip, delta=target["instance_delta"])
 
 
 def flip_for_compositions(
-    *, n_users: int, epsilon: float, delta: float, delta0: float, count: int, caller: tuple[str, str]
+    *, n_users: int, epsilon: float, delta: float, instance_delta: float, compositions: int, caller: tuple[str, str]
 ) -> float:
-    """Tight RR: the least flip probability whose worst-case profile, composed ``count`` times, meets the target.
+    """Tight RR: the least flip probability whose worst-case profile, composed ``compositions`` times, meets the target.
 
     A calibration per ``epsilon0`` (`privsum.accounting.budget.fit_composition`) would search the flip probability for
     each ``epsilon0`` it tries and verify it over every neighbour; the composed epsilon depends on
@@ -69,11 +59,11 @@ def flip_for_compositions(
     """
 
     def composed(level: float) -> float:
-        event = worst_case_event(n_users, 1.0 / (level + 2.0), delta0)
-        return composed_guarantee(ComposedEvent(event, count), delta).epsilon
+        event = worst_case_event(n_users, 1.0 / (level + 2.0), instance_delta)
+        return composed_guarantee(ComposedEvent(event, compositions), delta).epsilon
 
-    start = max(_FLIP_START_MARGIN * (1.0 / _gaussian_flip_estimate(epsilon, delta, n_users, count) - 2.0), 1e-9)
-    slope = _gaussian_level_slope(start, delta, n_users, count)
+    start = max(_FLIP_START_MARGIN * (1.0 / _gaussian_flip_estimate(epsilon, delta, n_users, compositions) - 2.0), 1e-9)
+    slope = _gaussian_level_slope(start, delta, n_users, compositions)
     level, _ = largest_feasible(composed, epsilon, start, _LARGEST_FLIP_LEVEL, slope, centred=True, caller=caller)
     return 1.0 / (level + 2.0)
 

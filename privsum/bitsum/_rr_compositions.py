@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from privsum.accounting.budget import composed_guarantee, largest_feasible
-from privsum.accounting.events import ComposedEvent
+from privsum.accounting.budget import largest_composable
+from privsum.accounting.events import ProfileEvent
 from privsum.accounting.gaussian import gaussian_epsilon, gaussian_sigma
 from privsum.bitsum.rr import RRBitSum, worst_case_event
 from privsum.exceptions import InvalidParameterError
@@ -58,13 +58,14 @@ def flip_for_compositions(
     ``(epsilon0, delta0)`` over every neighbour.
     """
 
-    def composed(level: float) -> float:
-        event = worst_case_event(n_users, 1.0 / (level + 2.0), instance_delta)
-        return composed_guarantee(ComposedEvent(event, compositions), delta).epsilon
+    def event_at(level: float) -> ProfileEvent:
+        return worst_case_event(n_users, 1.0 / (level + 2.0), instance_delta)
 
     start = max(_FLIP_START_MARGIN * (1.0 / _gaussian_flip_estimate(epsilon, delta, n_users, compositions) - 2.0), 1e-9)
     slope = _gaussian_level_slope(start, delta, n_users, compositions)
-    level, _ = largest_feasible(composed, epsilon, start, _LARGEST_FLIP_LEVEL, slope, centred=True, caller=caller)
+    level = largest_composable(
+        event_at, compositions, epsilon, delta, start=start, cap=_LARGEST_FLIP_LEVEL, slope=slope, caller=caller
+    )
     return 1.0 / (level + 2.0)
 
 

@@ -1,0 +1,265 @@
+"""How far the split-and-mix share multiset is from a function of the sum: a bound computed exactly from random graphs.
+
+In the split-and-mix protocol (Ishai, Kushilevitz, Ostrovsky & Sahai, FOCS 2006) each of ``n`` users
+splits its value ``x_i`` in ``Z_q`` into ``m`` additive shares, uniform subject to summing to
+``x_i``; the analyzer sees the shuffled multiset of all ``n m`` shares. Its distance to the *ideal*
+view, ``n m`` values uniform subject to their total being ``sum x_i`` (a function of the sum
+alone), is what a shuffled sum charges to delta.
+
+Balle, Bell, Gascón & Nissim (CCS 2020) give an explicit sufficient share count
+(`privsum.sums.multi_message.supported_security_bits`); Ghazi, Manurangsi, Pagh & Velingker
+("Private aggregation from fewer anonymous messages", EUROCRYPT 2020) improve its asymptotics, but
+their explicit constants could not be checked here, so this module does not use them. Instead it
+computes a chi-square bound exactly (derived below, verified against enumerated distances in the
+tests), and `share_distance_bound` takes the smaller of the two bounds.
+
+**The chi-square bound.** Order the shuffled shares at random: a labelled partition ``sigma`` of
+the ``N = n m`` positions into blocks of ``m`` (block ``i`` holds user ``i``'s shares) is uniform,
+and given ``sigma`` the share vector ``y`` is uniform on ``{block sums = x}``. So
+``P_x(y) = q^-(n(m-1)) Pr_sigma[block sums of y = x]`` and the ideal is
+``U(y) = q^-(N-1) [sum y = sum x]``. Then ``1 + chi2(P_x || U) = q^(N-1) sum_y P_x(y)^2`` is an
+expectation over two independent partitions ``sigma, tau``: the number of ``y`` meeting both
+partitions' ``2n`` block constraints is ``q^(N - 2n + c)`` when they are consistent, where ``c`` is
+the number of connected components of the bipartite multigraph with a vertex per block of
+``sigma`` and of ``tau`` and an edge per position (its incidence matrix is totally unimodular, so
+the count holds for every modulus, prime or not). Dropping the consistency condition (which
+every input meets when all ``x_i`` are equal)::
+
+    chi2(P_x || U) <= E[q^(c - 1)] - 1 =: G(n)
+
+for ``c`` the components of a uniformly random ``m``-regular bipartite multigraph on ``n + n``
+vertices (the configuration model). Conditioning on the component of one vertex (``s`` vertices
+per side, probability ``p_s``) gives the recursion with non-negative terms only::
+
+    G(a) = sum_{s < a} p_s(a) (q - 1 + q G(a - s)),
+    p_s(a) = C(a-1, s-1) C(a, s) / C(m a, m s) * Conn(s),
+
+``Conn(s)`` the probability that the ``s + s`` graph is connected (computed for small ``s``,
+bounded by 1 otherwise). Terms with ``K < s < a - K`` are bounded together by
+``C(a, s) >= C(a, K+1)`` and ``C(m a, m s) >= C(a, s)^m``. Every replacement is an upper bound,
+so the computed value bounds ``G(n)``; it is evaluated at ``q`` rounded up to a power of two (``G``
+increases with ``q``) with a relative margin of ``1e-5`` for floating point.
+
+Finally ``TV(P_x, U) <= sqrt(chi2) / 2``, and ``d`` coordinates with independent shares (each
+coordinate's shares shuffled on their own) have ``1 + chi2 = prod (1 + chi2_j)``, so their joint
+view is within ``sqrt((1 + G)^d - 1) / 2`` of the ideal: ``sqrt(d)`` times one coordinate's
+distance, where a union bound pays ``d`` times.
+
+The square root is not slack of the analysis: the count of ``m``-subsets of shares that sum to a
+user's value is a sum of very many rare indicators, whose ``n`` planted hits shift it by about
+``sqrt(chi2)`` standard deviations, so the true distance is of the order of ``sqrt(G)`` too (an
+argument, not a proof; the tests show the bound within a small factor of the exact distance).
+
+References:
+    Ishai, Kushilevitz, Ostrovsky & Sahai, "Cryptography from Anonymity", FOCS 2006;
+    Balle, Bell, Gascón & Nissim, "Private Summation in the Multi-Message Shuffle Model", CCS 2020;
+    Ghazi, Manurangsi, Pagh & Velingker, "Private Aggregation from Fewer Anonymous Messages",
+    EUROCRYPT 2020.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+
+from privsum._validation import check_integer, check_integer_array, check_real, invalid
+
+__all__ = [
+    "MAX_CHI_SQUARE_USERS",
+    "exact_share_distance",
+    "least_share_count",
+    "share_chi_square_bound",
+    "share_distance_bound",
+]
+
+#: Largest ``n`` for which the chi-square recursion is run (``O(n K)`` work, about a second at the cap);
+#: beyond it only Balle, Bell, Gascón & Nissim's bound is used.
+MAX_CHI_SQUARE_USERS = 2**17
+_SMALL_COMPONENTS = 24  # K: components of up to K vertices per side are summed exactly
+_FLOAT_MARGIN = 1e-5
+_MAX_EXACT_OUTCOMES = 2**21
+
+
+def share_chi_square_bound(n_users: int, n_shares: int, modulus: int) -> float:
+    """Upper bound on ``chi2(P_x || U)`` for one split-and-mix instance, whatever the inputs ``x``.
+
+    ``G(n) = E[q^(c-1)] - 1`` over the components ``c`` of a random ``m``-regular bipartite
+    multigraph (module docstring), computed at ``q`` rounded up to a power of two. ``inf`` when
+    ``m < 3`` or ``n`` exceeds `MAX_CHI_SQUARE_USERS` (the bound is then not evaluated).
+
+    Examples:
+        >>> share_chi_square_bound(3_000, 8, 2**20) < 1e-17
+        True
+        >>> share_chi_square_bound(3_000, 8, 2**20) < share_chi_square_bound(3_000, 7, 2**20)
+        True
+    """
+    owner = "share_chi_square_bound"
+    n_users = check_integer(n_users, "n_users", owner, low=2)
+    n_shares = check_integer(n_shares, "n_shares", owner, low=2)
+    modulus = check_integer(modulus, "modulus", owner, low=2)
+    if n_shares < 3 or n_users > MAX_CHI_SQUARE_USERS:
+        return math.inf
+    return _chi_square(n_users, n_shares, max(0, (modulus - 1).bit_length()))
+
+
+def share_distance_bound(n_users: int, n_shares: int, modulus: int, n_views: int = 1) -> float:
+    """Statistical distance between ``n_views`` independent split-and-mix views and their ideal: the smaller bound.
+
+    The chi-square bound tensorised over the views, ``sqrt((1 + G)^d - 1) / 2``, or Balle, Bell,
+    Gascón & Nissim's ``d 2^-sigma`` (`privsum.sums.multi_message.supported_security_bits`, a union
+    bound), whichever is smaller; at most 1.
+
+    Examples:
+        >>> share_distance_bound(3_000, 8, 2**20, n_views=384) < 1e-7
+        True
+    """
+    from privsum.sums.multi_message import supported_security_bits  # the module that uses this one
+
+    owner = "share_distance_bound"
+    n_views = check_integer(n_views, "n_views", owner, low=1)
+    n_users = check_integer(n_users, "n_users", owner, low=2)
+    bbgn = 1.0 if n_users < 3 else n_views * 2.0 ** min(1.0, -supported_security_bits(n_shares, modulus, n_users))
+    chi2 = share_chi_square_bound(n_users, n_shares, modulus)
+    exponent = n_views * math.log1p(chi2)
+    joint = math.expm1(exponent) if exponent < 4.0 else math.inf  # beyond, the distance bound exceeds 1 anyway
+    return min(1.0, bbgn, 0.5 * math.sqrt(joint))
+
+
+def least_share_count(distance: float, modulus: int, n_users: int, n_views: int = 1, max_shares: int = 1024) -> int:
+    """Least ``m >= 2`` with `share_distance_bound` at most ``distance``.
+
+    Raises:
+        InvalidParameterError: no ``m <= max_shares`` suffices (``n_users`` too small for ``distance``).
+
+    Examples:
+        >>> least_share_count(1e-9, 2**20, 3_000, n_views=384)
+        9
+    """
+    owner = "least_share_count"
+    distance = check_real(distance, "distance", owner, low=0.0, high=1.0, low_open=True)
+    for shares in range(2, max_shares + 1):
+        if share_distance_bound(n_users, shares, modulus, n_views) <= distance:
+            return shares
+    raise invalid("n_users", owner, f"large enough that at most {max_shares} shares reach distance {distance:g}", n_users)
+
+
+@lru_cache(maxsize=256)
+def _chi_square(n: int, m: int, log2_modulus: int) -> float:
+    from scipy.special import gammaln  # imported where the bound is computed
+
+    q = float(2**log2_modulus)
+    big_k = _SMALL_COMPONENTS
+
+    def log_binomial(top: np.ndarray, bottom: np.ndarray) -> np.ndarray:
+        return gammaln(top + 1.0) - gammaln(bottom + 1.0) - gammaln(top - bottom + 1.0)
+
+    def log_component(a: np.ndarray, s: np.ndarray) -> np.ndarray:
+        """``log C(a-1, s-1) C(a, s) / C(m a, m s)``: one vertex's component is a given closed set of size ``s``."""
+        return log_binomial(a - 1.0, s - 1.0) + log_binomial(a, s) - log_binomial(m * a, m * s)
+
+    connected = _connected_probabilities(m, big_k)
+    g = np.zeros(n + 1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for a in range(2, min(n, 2 * big_k + 1) + 1):  # every component size summed exactly
+            s = np.arange(1, a, dtype=float)
+            weight = np.exp(log_component(float(a), s)) * np.minimum(1.0, connected[np.minimum(s.astype(int), big_k)])
+            weight[s > big_k] = np.exp(log_component(float(a), s[s > big_k]))
+            g[a] = float(np.sum(weight * (q - 1.0 + q * g[a - s.astype(int)])))
+        if n > 2 * big_k + 1:
+            _extend(g, n, m, q, big_k, connected, log_component, log_binomial)
+    value = float(g[n]) * (1 + _FLOAT_MARGIN)
+    return value if math.isfinite(value) else math.inf
+
+
+def _extend(g: np.ndarray, n: int, m: int, q: float, big_k: int, connected: np.ndarray, log_component, log_binomial) -> None:
+    """``G(a)`` for ``a > 2K + 1``: small components exactly, small remainders exactly, the middle bounded.
+
+    While the recursion can amplify (``q`` times the small components' probabilities plus the
+    middle's coefficient above 1/2) it is run step by step; beyond, every ``G(j)``, ``j > K``, is at
+    most ``M``, the fixed point of ``M <= F + V M`` (``V <= 1/2``), and ``G(n) <= F(n) + V(n) M``.
+    """
+    a = np.arange(2 * big_k + 2, n + 1, dtype=float)[:, None]
+    sizes = np.arange(1, big_k + 1, dtype=float)[None, :]
+    small = np.exp(log_component(a, sizes)) * connected[1 : big_k + 1][None, :]  # component of size s <= K
+    remainder = np.exp(log_component(a, a - sizes))  # component of size a - j, remainder j <= K
+    middle = (a[:, 0] - 2 * big_k - 1) * np.exp((2 - m) * log_binomial(a[:, 0], float(big_k + 1))) * q
+    fixed = small.sum(axis=1) * (q - 1.0) + remainder @ (q - 1.0 + q * g[1 : big_k + 1]) + middle
+    gain = small.sum(axis=1) * q + middle  # coefficient of the largest G(j), j > K, in G(a)
+    amplifying = np.flatnonzero(~(gain <= 0.5))
+    last_step = 2 * big_k + 1 + (int(amplifying[-1]) + 1 if amplifying.size else 0)
+    weights = small * q
+    largest_middle = 0.0  # max of G(j) over K < j < a - K, updated as a grows
+    for row, size in enumerate(range(2 * big_k + 2, min(n, last_step) + 1)):
+        largest_middle = max(largest_middle, g[size - big_k - 1])
+        recent = g[size - big_k : size][::-1]  # G(a - 1), ..., G(a - K)
+        g[size] = fixed[row] + float(weights[row] @ recent) + middle[row] * largest_middle
+    if n > last_step:
+        tail = slice(last_step - 2 * big_k - 1, None)
+        computed = float(np.max(g[big_k + 1 : last_step + 1]))
+        most_gain = float(np.max(gain[tail]))
+        bound = max(computed, (float(np.max(fixed[tail])) + most_gain * computed) / (1.0 - most_gain))
+        g[n] = fixed[-1] + gain[-1] * bound
+
+
+def _connected_probabilities(m: int, big_k: int) -> np.ndarray:
+    """``Conn(s)`` for ``s <= K`` (index ``s``), rounded up by ``1e-12`` and capped at 1; index 0 unused."""
+    connected = np.ones(big_k + 1)
+    for s in range(2, big_k + 1):
+        split = sum(
+            math.exp(_log_comb(s - 1, t - 1) + _log_comb(s, t) - _log_comb(m * s, m * t)) * connected[t] for t in range(1, s)
+        )
+        connected[s] = min(1.0, max(0.0, 1.0 - split) + 1e-12)
+    return connected
+
+
+def _log_comb(top: int, bottom: int) -> float:
+    return math.lgamma(top + 1) - math.lgamma(bottom + 1) - math.lgamma(top - bottom + 1)
+
+
+def exact_share_distance(inputs: object, n_shares: int, modulus: int) -> float:
+    """The exact ``TV(P_x, U)`` of the shuffled share multiset, enumerated (tiny cases only, for tests).
+
+    Every share assignment of the inputs is enumerated, and every share vector with the same total
+    for the ideal; the multisets' probabilities are compared.
+
+    Raises:
+        InvalidParameterError: more than ``2^21`` outcomes to enumerate.
+
+    Examples:
+        >>> round(exact_share_distance([0, 1, 2], 2, 3), 4)
+        0.0741
+    """
+    owner = "exact_share_distance"
+    values = check_integer_array(inputs, "inputs", owner, ndim=1, low=0)
+    n_shares = check_integer(n_shares, "n_shares", owner, low=1)
+    modulus = check_integer(modulus, "modulus", owner, low=2)
+    n_users, total_shares = values.size, values.size * n_shares
+    if not (n_users >= 1 and values.max() < modulus and modulus ** (total_shares - 1) <= _MAX_EXACT_OUTCOMES):
+        raise invalid("inputs", owner, f"a few residues below modulus with modulus^(n m - 1) <= {_MAX_EXACT_OUTCOMES}", values.tolist())
+    free = _all_vectors(modulus, n_users * (n_shares - 1)).reshape(-1, n_users, n_shares - 1)
+    last = np.mod(values[None, :] - free.sum(axis=2), modulus)[..., None]
+    planted = np.concatenate([free, last], axis=2).reshape(free.shape[0], total_shares)
+    ideal_free = _all_vectors(modulus, total_shares - 1)
+    ideal = np.concatenate([ideal_free, np.mod(int(values.sum()) - ideal_free.sum(axis=1), modulus)[:, None]], axis=1)
+    keys_p, counts_p = _multiset_counts(planted, modulus)
+    keys_u, counts_u = _multiset_counts(ideal, modulus)
+    keys = np.union1d(keys_p, keys_u)
+    p = np.zeros(keys.size)
+    u = np.zeros(keys.size)
+    p[np.searchsorted(keys, keys_p)] = counts_p / planted.shape[0]
+    u[np.searchsorted(keys, keys_u)] = counts_u / ideal.shape[0]
+    return 0.5 * float(np.abs(p - u).sum())
+
+
+def _all_vectors(modulus: int, length: int) -> np.ndarray:
+    if length == 0:
+        return np.zeros((1, 0), dtype=np.int64)
+    return np.indices((modulus,) * length, dtype=np.int64).reshape(length, -1).T
+
+
+def _multiset_counts(vectors: np.ndarray, modulus: int) -> tuple[np.ndarray, np.ndarray]:
+    ordered = np.sort(vectors, axis=1)
+    keys = ordered @ (modulus ** np.arange(ordered.shape[1], dtype=np.int64))
+    return np.unique(keys, return_counts=True)

@@ -237,7 +237,8 @@ def exact_share_distance(inputs: object, n_shares: int, modulus: int) -> float:
     modulus = check_integer(modulus, "modulus", owner, low=2)
     n_users, total_shares = values.size, values.size * n_shares
     if not (n_users >= 1 and values.max() < modulus and modulus ** (total_shares - 1) <= _MAX_EXACT_OUTCOMES):
-        raise invalid("inputs", owner, f"a few residues below modulus with modulus^(n m - 1) <= {_MAX_EXACT_OUTCOMES}", values.tolist())
+        constraint = f"a few residues below modulus with modulus^(n m - 1) <= {_MAX_EXACT_OUTCOMES}"
+        raise invalid("inputs", owner, constraint, values.tolist())
     free = _all_vectors(modulus, n_users * (n_shares - 1)).reshape(-1, n_users, n_shares - 1)
     last = np.mod(values[None, :] - free.sum(axis=2), modulus)[..., None]
     planted = np.concatenate([free, last], axis=2).reshape(free.shape[0], total_shares)

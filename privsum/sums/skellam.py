@@ -3,7 +3,9 @@
 Each user scales its vector by ``gamma``, rounds it to an integer vector whose L2 norm is at most
 ``Delta_2`` (conditional randomized rounding), adds its share ``Pois(mu/n) - Pois(mu/n)`` of the
 central Skellam noise to every coordinate, and splits every coordinate into ``m`` additive shares
-modulo ``q``, each sent as the message ``(coordinate, share)``. The analyzer sums the shares of
+modulo ``q``. Each coordinate's shares are shuffled on their own (one shuffle per coordinate), so a
+share needs no coordinate tag: the user uploads ``d m`` residues in a fixed order, and the shuffler
+knows each share's coordinate by its position. The analyzer sums the shares of
 each coordinate modulo ``q``, centres the residue and divides by ``gamma``. Up to the split-and-mix
 statistical distance, the analyzer sees the central Skellam mechanism on the sum of the rounded
 vectors: Gaussian-like noise calibrated to the **L2** sensitivity.
@@ -36,8 +38,8 @@ from privsum.shuffle.protocol import EXECUTION_PATHS
 from privsum.shuffle.sparse import SparseMessageHistogram
 from privsum.shuffle.streaming import PartialView, is_chunk_stream
 from privsum.sums._common import warn_if_fewer
-from privsum.sums.multi_message import default_share_count, supported_security_bits
 from privsum.sums.sparse_shares import SPARSE_MAX_MODULUS, residue_sums, residue_view
+from privsum.sums.split_and_mix import share_distance_bound
 
 __all__ = [
     "MAX_DIMENSION",
@@ -58,7 +60,9 @@ MAX_SCALED_NORM = 2.0**30  # gamma * c: squared norms of the rounded vectors, (g
 NORM_TOLERANCE = 1e-9  # relative slack on the norm check (unit vectors normalised in floating point)
 RELATIONS = (Neighbouring.REPLACE_ONE, Neighbouring.ZERO_OUT)
 _RETRY_FAILURE_LOG2 = -80.0  # a user's rounding gives up with probability at most 2^-80 (counted in delta)
-_SCALE_GRID = tuple(2.0**k for k in range(2, 21))  # candidate gamma * norm_bound
+_SCALE_GRID = tuple(2.0**k for k in range(2, 21))  # candidate gamma * norm_bound, refined near the accuracy boundary
+_REFINEMENT = (2.0**-0.75, 2.0**-0.5, 2.0**-0.25, 2.0**0.25, 2.0**0.5, 2.0**0.75, 2.0**1.25, 2.0**1.5, 2.0**1.75)
+_SHARE_FRACTIONS = (0.01, 0.03, 0.1, 0.3)  # candidate parts of delta for the shares
 
 
 def conditional_rounding_squared_bound(radius: float, dimension: int, rejection_probability: float) -> int:
@@ -171,12 +175,17 @@ class SkellamVectorSum(ShuffleProtocol):
         integer ``a`` has ``|a| <= a^2``). The noisy sum ``sum round(y_i) + Sk(mu)^d`` is then
         ``(epsilon, delta_rdp)``-DP by the Rényi bound of Agarwal, Kairouz & Liu converted with the
         conversion of Canonne, Kamath & Steinke (`privsum.accounting.SkellamEvent`; verified in the
-        tests against exact privacy-loss distributions). The shares: by the split-and-mix theorem
-        of Balle, Bell, Gascón & Nissim (their explicit share count, `supported_security_bits`,
-        taken from the paper, not re-proved here), each coordinate's share multiset is within
-        statistical distance ``2^-sigma`` of a function of that coordinate's noisy sum modulo
-        ``q``; over ``d`` coordinates ``eta = d 2^-sigma`` and the view is
-        ``(epsilon, delta_rdp + (1 + e^epsilon) eta + delta_other)``-DP. ``delta_other`` adds the
+        tests against exact privacy-loss distributions). The shares: each coordinate's share
+        multiset is close to the ideal view, ``n m`` residues uniform given their total (a function
+        of that coordinate's noisy sum modulo ``q``); the ``d`` coordinates' views are independent
+        given the users' noisy values, and their joint distance ``eta`` is the smaller of the
+        tensorised chi-square bound computed exactly in `privsum.sums.split_and_mix` (checked
+        against enumerated distances) and Balle, Bell, Gascón & Nissim's ``d 2^-sigma`` (their
+        share theorem, taken from the paper). The view is then
+        ``(epsilon, delta_rdp + (1 + e^epsilon) eta + delta_other)``-DP.
+        Shuffling each coordinate on its own gives the analyzer the view it has with tagged
+        messages shuffled together: the multiset of ``(coordinate, share)`` pairs is exactly the
+        ``d`` per-coordinate multisets, so the guarantee is the same and the tag is saved. ``delta_other`` adds the
         probability that the noisy sum wraps modulo ``q`` (a post-processing of the noisy sum, so
         this is conservative) and the ``2^-80`` of a rounding that gives up. ``add-remove`` is not
         offered: removing a user also removes its noise share.
@@ -191,8 +200,8 @@ class SkellamVectorSum(ShuffleProtocol):
         ``delta_other`` share): per coordinate variance ``(2 mu + sum_i f_ij (1 - f_ij)) / gamma^2``
         for unconditional rounding (`variance`; at most ``(2 mu + n/4) / gamma^2``). Conditioning on
         the norm bound biases each user's rounded vector by at most ``sqrt(beta) / (2 (1 - beta))``
-        in L2 and scales the rounding variance by at most ``1 / (1 - beta)`` (`bias_bound`). Messages
-        per user ``d m`` of ``ceil(log2 d) + ceil(log2 q)`` bits. Floating point: scaling and the
+        in L2 and scales the rounding variance by at most ``1 / (1 - beta)`` (`bias_bound`). A user
+        uploads ``d m`` shares of ``ceil(log2 q)`` bits (`bits_per_user`). Floating point: scaling and the
         norm check are in double precision (norms up to ``c (1 + 1e-9)`` are accepted and the
         bounds use that radius); the noise and the shares are exact integers.
 
@@ -275,17 +284,25 @@ class SkellamVectorSum(ShuffleProtocol):
         scale: float | None = None,
         n_shares: int | None = None,
         rejection_probability: float = 1e-6,
-        share_delta_fraction: float = 0.01,
+        share_delta_fraction: float | None = None,
         wrap_delta_fraction: float = 0.001,
+        variance_allowance: float = 0.1,
     ) -> SkellamVectorSum:
-        """The least Skellam noise meeting ``(epsilon, delta)`` for ``n_users`` vectors of L2 norm ``<= norm_bound``.
+        """The fewest bits per user meeting ``(epsilon, delta)`` within a stated accuracy loss.
 
         The delta budget is split: ``share_delta_fraction`` for the split-and-mix distance (which
         fixes ``m``), ``wrap_delta_fraction`` for the wrap-around (which fixes ``q``), the rest for
         the noise, whose ``mu`` is the least (by bisection, on the safe side) whose Rényi bound
-        meets ``epsilon``. ``scale=None`` picks ``gamma`` from ``2^k / norm_bound``
-        (``k = 2..20``): the smallest whose variance is within 1% of the least on that grid
-        (larger ``gamma`` only enlarges ``q``). The result's guarantee never exceeds the target.
+        meets ``epsilon``. ``q`` is the least modulus whose wrap-around probability is within its
+        part (any integer: a power of two only where it happens to be the least), and ``m`` the
+        least share count whose distance bound (`privsum.sums.split_and_mix.share_distance_bound`,
+        the smaller of the chi-square and BBGN20 bounds) is within the shares' part. The search
+        runs over ``gamma`` in octaves of ``2^2 .. 2^20`` over ``norm_bound``, refined to quarter
+        octaves around the least admissible one (or the given ``scale``), and over share fractions
+        ``0.01, 0.03, 0.1, 0.3`` (or the given one): among the candidates whose worst-case
+        per-coordinate variance (`variance`) is within
+        ``1 + variance_allowance`` of the least found, it takes the fewest bits per user
+        (`bits_per_user`), then the least variance. The result's guarantee never exceeds the target.
 
         Args:
             epsilon: target epsilon.
@@ -295,11 +312,14 @@ class SkellamVectorSum(ShuffleProtocol):
             norm_bound: ``c``.
             neighbouring: ``"replace-one"`` or ``"zero-out"``.
             calibration: ``"tight"`` (the only one: the Rényi bound with the tight conversion).
-            scale: ``gamma``; ``None`` chooses it.
+            scale: ``gamma``; ``None`` searches it.
             n_shares: ``m``; ``None`` takes the least the share bound allows; fewer raise.
             rejection_probability: ``beta`` (see the class).
-            share_delta_fraction: part of ``delta`` for the shares.
+            share_delta_fraction: part of ``delta`` for the shares; ``None`` searches it.
             wrap_delta_fraction: part of ``delta`` for the wrap-around.
+            variance_allowance: the accuracy loss accepted for fewer bits: variance at most
+                ``1 + variance_allowance`` times the least variance of the search (``0`` takes the
+                most accurate candidate).
         """
         owner = f"{cls.__name__}.from_privacy"
         epsilon = check_epsilon(epsilon, owner)
@@ -310,10 +330,13 @@ class SkellamVectorSum(ShuffleProtocol):
         relation = Neighbouring.parse(neighbouring, owner, RELATIONS)
         check_choice(calibration, "calibration", owner, ("tight",))
         beta = check_real(rejection_probability, "rejection_probability", owner, low=0.0, high=0.5, low_open=True)
-        share_fraction = check_real(share_delta_fraction, "share_delta_fraction", owner, low=0.0, high=0.5, low_open=True)
         wrap_fraction = check_real(wrap_delta_fraction, "wrap_delta_fraction", owner, low=0.0, high=0.5, low_open=True)
-        noise_delta = delta * (1 - share_fraction - wrap_fraction) - 2.0**_RETRY_FAILURE_LOG2
-        if not noise_delta > 0:
+        allowance = check_real(variance_allowance, "variance_allowance", owner, low=0.0, high=1.0)
+        if share_delta_fraction is None:
+            fractions = _SHARE_FRACTIONS
+        else:
+            fractions = (check_real(share_delta_fraction, "share_delta_fraction", owner, low=0.0, high=0.5, low_open=True),)
+        if not delta * (1 - max(fractions) - wrap_fraction) - 2.0**_RETRY_FAILURE_LOG2 > 0:
             raise invalid("delta", owner, "above 2^-80 (the rounding's failure probability)", delta)
         common = {
             "n_users": n_users,
@@ -324,34 +347,19 @@ class SkellamVectorSum(ShuffleProtocol):
             "neighbouring": relation,
         }
         if scale is None:
-            candidates = [g / norm_bound for g in _SCALE_GRID]
+            scales = [g / norm_bound for g in _SCALE_GRID]
         else:
-            candidates = [check_real(scale, "scale", owner, low=0.0, low_open=True)]
-        options = []
-        for gamma in candidates:
-            if not gamma * norm_bound * (1 + NORM_TOLERANCE) < MAX_SCALED_NORM:
-                continue
-            mu = _calibrate_mu(epsilon, noise_delta, gamma=gamma, **common)
-            modulus = 2 ** math.ceil(
-                math.log2(_least_modulus(n_users, _coordinate_bound(gamma, **common), mu, delta * wrap_fraction, dimension))
-            )
-            if modulus > SPARSE_MAX_MODULUS:
-                continue
-            variance = (2 * mu + n_users / (4 * (1 - beta))) / gamma**2
-            options.append((variance, gamma, mu, modulus))
+            scales = [check_real(scale, "scale", owner, low=0.0, low_open=True)]
+        options = _candidates(epsilon, scales, fractions, wrap_fraction, common)
+        if scale is None and options:  # quarter octaves around the least admissible scale, where bits are fewest
+            least = min(option[0] for option in options)
+            lowest = min(option[1] for option in options if option[0] <= least * (1 + allowance))
+            options += _candidates(epsilon, [lowest * factor for factor in _REFINEMENT], fractions, wrap_fraction, common)
         if not options:
             raise invalid(
                 "scale" if scale is not None else "n_users", owner, "small enough that the modulus fits in 2^46", scale or n_users
             )
-        least = min(option[0] for option in options)
-        _, gamma, mu, modulus = min((o for o in options if o[0] <= least * 1.01), key=lambda o: o[1])
-        security_bits = math.log2((1 + math.exp(epsilon)) * dimension / (delta * share_fraction))
-        least_shares = default_share_count(security_bits, modulus, n_users)
-        if least_shares > MAX_SHARES:
-            raise invalid("n_users", owner, f"large enough that at most {MAX_SHARES} shares suffice", n_users)
-        shares = (
-            least_shares if n_shares is None else check_integer(n_shares, "n_shares", owner, low=least_shares, high=MAX_SHARES)
-        )
+        gamma, mu, modulus, shares = _fewest_bits(options, allowance, n_shares, owner, n_users, dimension)
         protocol = cls(scale=gamma, noise_mu=mu, n_shares=shares, modulus=modulus, **common)
         for _ in range(60):  # float rounding in the conversion: never return a protocol above the target
             if protocol.guarantee.epsilon <= epsilon:
@@ -410,11 +418,14 @@ class SkellamVectorSum(ShuffleProtocol):
         return min(1.0, 2 * self.dimension * math.exp(-exponent))
 
     def share_distance_for(self, n_participants: int) -> float:
-        """``d 2^-sigma``, sigma what the share bound backs for ``m`` shares, ``q`` and ``n_participants`` users."""
+        """Distance of the ``d`` coordinates' share multisets from their ideal at ``n_participants`` users.
+
+        `privsum.sums.split_and_mix.share_distance_bound` over ``d`` independent views: the smaller of
+        the tensorised chi-square bound and BBGN20's union bound ``d 2^-sigma``.
+        """
         if n_participants < 3:
             return 1.0
-        bits = supported_security_bits(self.n_shares, self.modulus, n_participants)
-        return min(1.0, self.dimension * 2.0 ** (-bits))
+        return share_distance_bound(n_participants, self.n_shares, self.modulus, self.dimension)
 
     @property
     def share_distance(self) -> float:
@@ -468,10 +479,20 @@ class SkellamVectorSum(ShuffleProtocol):
         return float(self.dimension * self.n_shares)
 
     def bits_per_message(self, n_instances: int = 1) -> int:
-        """``ceil(log2(n_instances d)) + ceil(log2 q)``: the coordinate tag and the share."""
+        """``ceil(log2 q)``: one share; no tag, as every coordinate (of every instance) is shuffled on its own."""
+        check_integer(n_instances, "n_instances", type(self).__name__, low=1)
+        return math.ceil(math.log2(self.modulus))
+
+    def bits_per_user(self, n_instances: int = 1) -> int:
+        """What one user uploads: ``n_instances d m`` shares of ``ceil(log2 q)`` bits.
+
+        Examples:
+            >>> p = SkellamVectorSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=1_000, dimension=8, norm_bound=1.0)
+            >>> p.bits_per_user() == 8 * p.n_shares * p.bits_per_message()
+            True
+        """
         n_instances = check_integer(n_instances, "n_instances", type(self).__name__, low=1)
-        tags = n_instances * self.dimension
-        return (math.ceil(math.log2(tags)) if tags > 1 else 0) + math.ceil(math.log2(self.modulus))
+        return n_instances * self.dimension * self.n_shares * self.bits_per_message()
 
     def variance(self, x: Any = None) -> float | np.ndarray:
         """Per-coordinate variance of the estimate of ``sum_i x_i``.
@@ -669,9 +690,13 @@ def _coordinate_bound(gamma: float, *, dimension: int, norm_bound: float, reject
 
 
 def _least_modulus(n_users: int, coordinate_bound: int, mu: float, wrap_probability: float, dimension: int) -> int:
-    """Least ``q`` with ``q // 2 - 1 >= n B + t``, ``t`` the Chernoff tail of ``Sk(mu)`` (union over coordinates)."""
+    """Least ``q`` with ``q // 2 - 1 >= n B + t``, ``t`` the Chernoff tail of ``Sk(mu)`` (union over coordinates).
+
+    The decoder maps residues to ``(-(q/2 - 1), q/2]``, so the even ``q = 2 (n B + t + 1)`` is the least
+    holding every noisy sum in ``[-(n B + t), n B + t]``.
+    """
     tail = skellam_tail(mu, wrap_probability / dimension)
-    return 2 * (n_users * coordinate_bound + tail + 1) + 2
+    return 2 * (n_users * coordinate_bound + tail + 1)
 
 
 def _calibrate_mu(
@@ -703,3 +728,68 @@ def _calibrate_mu(
     return math.exp(
         calibrate(delta_at, target_delta=noise_delta, lower=upper - 40.0, upper=upper, more_private="increasing", tolerance=1e-10)
     )
+
+
+def _candidates(
+    epsilon: float, scales: list[float], fractions: tuple[float, ...], wrap_fraction: float, common: dict[str, Any]
+) -> list[tuple[float, float, float, int, float]]:
+    """``(variance, gamma, mu, q, share distance allowed)`` for every scale and share fraction that fits in ``2^46``."""
+    n_users, dimension, delta = common["n_users"], common["dimension"], common["delta"]
+    options = []
+    for fraction in fractions:
+        noise_delta = delta * (1 - fraction - wrap_fraction) - 2.0**_RETRY_FAILURE_LOG2
+        distance = delta * fraction / (1 + math.exp(epsilon))
+        for gamma in scales:
+            if not gamma * common["norm_bound"] * (1 + NORM_TOLERANCE) < MAX_SCALED_NORM:
+                continue
+            mu = _calibrate_mu(epsilon, noise_delta, gamma=gamma, **common)
+            modulus = _least_modulus(n_users, _coordinate_bound(gamma, **common), mu, delta * wrap_fraction, dimension)
+            if modulus > SPARSE_MAX_MODULUS:
+                continue
+            variance = (2 * mu + n_users / (4 * (1 - common["rejection_probability"]))) / gamma**2
+            options.append((variance, gamma, mu, modulus, distance))
+    return options
+
+
+def _fewest_bits(
+    options: list[tuple[float, float, float, int, float]],
+    allowance: float,
+    n_shares: int | None,
+    owner: str,
+    n_users: int,
+    dimension: int,
+) -> tuple[float, float, int, int]:
+    """Among candidates within ``1 + allowance`` of the least variance: fewest ``m ceil(log2 q)``, then least variance.
+
+    Widths ``ceil(log2 q)`` are visited in increasing order: the least share count cannot fall as ``q``
+    grows (both share bounds increase with ``q``), so a width whose bits at the last width's share
+    count already exceed the best is not evaluated.
+    """
+    if n_shares is not None:
+        n_shares = check_integer(n_shares, "n_shares", owner, low=2, high=MAX_SHARES)
+    least = min(option[0] for option in options)
+    admissible = sorted((math.ceil(math.log2(o[3])), o[0], o) for o in options if o[0] <= least * (1 + allowance))
+    best: tuple[int, float, float, float, int, int] | None = None
+    fewest: int | None = None  # least share count the bound allows, when the given n_shares is below it
+    floor: dict[float, int] = {}  # per share distance, the least share count at the widths visited
+    for width, variance, (_, gamma, mu, modulus, distance) in admissible:
+        start = floor.get(distance, 2)
+        if best is not None and width * start > best[0]:
+            continue
+        least_shares = next(
+            (m for m in range(start, MAX_SHARES + 1) if share_distance_bound(n_users, m, modulus, dimension) <= distance), None
+        )
+        if least_shares is None:
+            continue
+        floor[distance] = least_shares
+        if n_shares is not None and n_shares < least_shares:
+            fewest = least_shares if fewest is None else min(fewest, least_shares)
+            continue
+        bits = (least_shares if n_shares is None else n_shares) * width
+        if best is None or bits < best[0]:
+            best = (bits, variance, gamma, mu, modulus, least_shares if n_shares is None else n_shares)
+    if best is None and fewest is not None:
+        raise invalid("n_shares", owner, f"at least {fewest} (the least the share bound allows)", n_shares)
+    if best is None:
+        raise invalid("n_users", owner, f"large enough that at most {MAX_SHARES} shares suffice", n_users)
+    return best[2], best[3], best[4], best[5]

@@ -77,7 +77,7 @@ __all__ = [
 #: Largest ``n`` for which the chi-square recursion is run (``O(n K)`` work, about a second at the cap);
 #: beyond it only Balle, Bell, Gascón & Nissim's bound is used.
 MAX_CHI_SQUARE_USERS = 2**17
-_SMALL_COMPONENTS = 24  # K: components of up to K vertices per side are summed exactly
+_SMALL_COMPONENTS = 16  # K: components of up to K vertices per side are summed exactly
 _FLOAT_MARGIN = 1e-5
 _MAX_EXACT_OUTCOMES = 2**21
 
@@ -139,10 +139,10 @@ def least_share_count(distance: float, modulus: int, n_users: int, n_views: int 
     """
     owner = "least_share_count"
     distance = check_real(distance, "distance", owner, low=0.0, high=1.0, low_open=True)
-    for shares in range(2, max_shares + 1):
-        if share_distance_bound(n_users, shares, modulus, n_views) <= distance:
-            return shares
-    raise invalid("n_users", owner, f"large enough that at most {max_shares} shares reach distance {distance:g}", n_users)
+    shares = next((m for m in range(2, max_shares + 1) if share_distance_bound(n_users, m, modulus, n_views) <= distance), None)
+    if shares is None:
+        raise invalid("n_users", owner, f"large enough that at most {max_shares} shares reach distance {distance:g}", n_users)
+    return shares
 
 
 @lru_cache(maxsize=256)
@@ -151,22 +151,30 @@ def _chi_square(n: int, m: int, log2_modulus: int) -> float:
 
     q = float(2**log2_modulus)
     big_k = _SMALL_COMPONENTS
-
-    def log_binomial(top: np.ndarray, bottom: np.ndarray) -> np.ndarray:
-        return gammaln(top + 1.0) - gammaln(bottom + 1.0) - gammaln(top - bottom + 1.0)
+    counts = np.arange(n + 1, dtype=float)
+    log_factorial = gammaln(counts + 1.0)  # log k!
+    log_factorial_m = gammaln(m * counts + 1.0)  # log (m k)!
 
     def log_component(a: np.ndarray, s: np.ndarray) -> np.ndarray:
         """``log C(a-1, s-1) C(a, s) / C(m a, m s)``: one vertex's component is a given closed set of size ``s``."""
-        return log_binomial(a - 1.0, s - 1.0) + log_binomial(a, s) - log_binomial(m * a, m * s)
+        a, s = np.asarray(a, dtype=np.int64), np.asarray(s, dtype=np.int64)
+        rest = a - s
+        first = log_factorial[a - 1] - log_factorial[s - 1] - log_factorial[rest]
+        second = log_factorial[a] - log_factorial[s] - log_factorial[rest]
+        return first + second - (log_factorial_m[a] - log_factorial_m[s] - log_factorial_m[rest])
+
+    def log_binomial(a: np.ndarray, b: int) -> np.ndarray:
+        a = np.asarray(a, dtype=np.int64)
+        return log_factorial[a] - log_factorial[b] - log_factorial[a - b]
 
     connected = _connected_probabilities(m, big_k)
     g = np.zeros(n + 1)
     with np.errstate(over="ignore", invalid="ignore"):
         for a in range(2, min(n, 2 * big_k + 1) + 1):  # every component size summed exactly
-            s = np.arange(1, a, dtype=float)
-            weight = np.exp(log_component(float(a), s)) * np.minimum(1.0, connected[np.minimum(s.astype(int), big_k)])
-            weight[s > big_k] = np.exp(log_component(float(a), s[s > big_k]))
-            g[a] = float(np.sum(weight * (q - 1.0 + q * g[a - s.astype(int)])))
+            s = np.arange(1, a)
+            weight = np.exp(log_component(np.full(s.size, a), s)) * connected[np.minimum(s, big_k)]
+            weight[s > big_k] = np.exp(log_component(np.full(int(np.sum(s > big_k)), a), s[s > big_k]))
+            g[a] = float(np.sum(weight * (q - 1.0 + q * g[a - s])))
         if n > 2 * big_k + 1:
             _extend(g, n, m, q, big_k, connected, log_component, log_binomial)
     value = float(g[n]) * (1 + _FLOAT_MARGIN)
@@ -180,11 +188,11 @@ def _extend(g: np.ndarray, n: int, m: int, q: float, big_k: int, connected: np.n
     middle's coefficient above 1/2) it is run step by step; beyond, every ``G(j)``, ``j > K``, is at
     most ``M``, the fixed point of ``M <= F + V M`` (``V <= 1/2``), and ``G(n) <= F(n) + V(n) M``.
     """
-    a = np.arange(2 * big_k + 2, n + 1, dtype=float)[:, None]
-    sizes = np.arange(1, big_k + 1, dtype=float)[None, :]
+    a = np.arange(2 * big_k + 2, n + 1)[:, None]
+    sizes = np.arange(1, big_k + 1)[None, :]
     small = np.exp(log_component(a, sizes)) * connected[1 : big_k + 1][None, :]  # component of size s <= K
     remainder = np.exp(log_component(a, a - sizes))  # component of size a - j, remainder j <= K
-    middle = (a[:, 0] - 2 * big_k - 1) * np.exp((2 - m) * log_binomial(a[:, 0], float(big_k + 1))) * q
+    middle = (a[:, 0] - 2 * big_k - 1) * np.exp((2 - m) * log_binomial(a[:, 0], big_k + 1)) * q
     fixed = small.sum(axis=1) * (q - 1.0) + remainder @ (q - 1.0 + q * g[1 : big_k + 1]) + middle
     gain = small.sum(axis=1) * q + middle  # coefficient of the largest G(j), j > K, in G(a)
     amplifying = np.flatnonzero(~(gain <= 0.5))

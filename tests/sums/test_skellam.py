@@ -73,7 +73,12 @@ def test_demo_setting_costs_and_noise():
         assert protocol.neighbouring is Neighbouring.REPLACE_ONE
         assert math.sqrt(protocol.variance()) <= 1.10 * sigma
         assert protocol.expected_messages_per_user == 384 * protocol.n_shares
-        assert protocol.bits_per_message() == 9 + math.ceil(math.log2(protocol.modulus))
+        assert protocol.bits_per_message() == math.ceil(math.log2(protocol.modulus))  # no coordinate tag
+        assert protocol.bits_per_user() == 384 * protocol.n_shares * protocol.bits_per_message()
+        # issue 28's floor at epsilon = 1 (was 11 shares of 23 bits plus a 9-bit tag: about 350)
+        assert protocol.bits_per_user() / 384 <= (160 if epsilon == 1.0 else 200)
+        # the modulus is the least holding the sum's range and the Skellam tail (not a power of two)
+        assert protocol.modulus == 2 * (3_000 * protocol.coordinate_bound + skellam_tail(protocol.noise_mu, 1e-9 / 384) + 1)
 
 
 # --------------------------------------------------------------------------- calibration
@@ -117,7 +122,9 @@ def check_calibration(epsilon, delta, n_users, dimension, norm_bound, relation):
 @pytest.mark.parametrize("epsilon", [0.5, 1.0, 4.0])
 def test_calibration_is_the_least_noise(epsilon):
     """0.1% less noise misses the target at the delta the noise was given."""
-    protocol = SkellamVectorSum.from_privacy(epsilon=epsilon, delta=1e-6, n_users=500, dimension=32, norm_bound=1.0)
+    protocol = SkellamVectorSum.from_privacy(
+        epsilon=epsilon, delta=1e-6, n_users=500, dimension=32, norm_bound=1.0, share_delta_fraction=0.01
+    )
     event = protocol.event
     noise_delta = 1e-6 * (1 - 0.01 - 0.001)
     less = SkellamEvent(

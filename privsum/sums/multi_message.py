@@ -29,6 +29,7 @@ from privsum.shuffle.noise import (
 from privsum.shuffle.protocol import EXECUTION_PATHS
 from privsum.shuffle.streaming import PartialView
 from privsum.sums._common import integer_inputs, warn_if_fewer
+from privsum.sums.split_and_mix import MAX_CHI_SQUARE_USERS, share_distance_bound
 
 __all__ = ["MAX_MODULUS", "MultiMessageSum", "default_share_count", "supported_security_bits"]
 
@@ -94,7 +95,7 @@ class MultiMessageSum(ShuffleProtocol):
         n_shares: ``m``, messages per user and instance.
         modulus: ``q`` (at most `MAX_MODULUS`, the dense histogram view's width).
         share_security_bits: ``sigma`` targeted for the shares' statistical distance ``2^-sigma``; the
-            guarantee uses at most what BBGN20's bound backs for ``(m, q, n)`` (`backed_security_bits`).
+            guarantee uses at most what the share bounds back for ``(m, q, n)`` (`backed_security_bits`).
         clip: clip inputs to ``{0..domain}`` instead of raising.
 
     Privacy:
@@ -102,8 +103,10 @@ class MultiMessageSum(ShuffleProtocol):
         ``sum x + DLap(a)`` is epsilon-DP for sensitivity ``Delta`` (exact, and the noise's law is
         tested here). ``delta = (1 + e^epsilon) 2^-sigma``: if the share multiset is within
         statistical distance ``eta = 2^-sigma`` of a function of the noisy sum alone, then
-        ``P[V(X) in T] <= e^eps (P[V(X') in T] + eta) + eta``. ``sigma`` for ``m`` shares is BBGN20's
-        explicit bound (`supported_security_bits`): taken from the paper, not re-proved here.
+        ``P[V(X) in T] <= e^eps (P[V(X') in T] + eta) + eta``. ``sigma`` for ``m`` shares is the
+        larger of what BBGN20's explicit bound backs (`supported_security_bits`, taken from the
+        paper) and what the chi-square bound computed in `privsum.sums.split_and_mix` backs
+        (checked against enumerated distances).
 
         Participation: each user adds ``NB(1/n, a) - NB(1/n, a)``, ``n = n_users``, so ``m < n``
         participants leave ``NB(m/n, a) - NB(m/n, a)`` on the sum, which is not ``DLap(a)``:
@@ -173,7 +176,8 @@ class MultiMessageSum(ShuffleProtocol):
             n_users: number of users.
             domain: ``Delta``.
             calibration: only ``"analytic"`` (the noise is already exact; the share count is the paper's).
-            n_shares: ``m``; ``None`` uses `default_share_count`, the least the bound allows; fewer raise.
+            n_shares: ``m``; ``None`` takes the least the share bounds allow (`default_share_count`, or
+                fewer where the chi-square bound of `privsum.sums.split_and_mix` backs them); fewer raise.
             wrap_probability: probability that the noise wraps around the modulus.
             clip: see the class.
         """
@@ -192,7 +196,7 @@ class MultiMessageSum(ShuffleProtocol):
                 "n_users", owner, f"small enough that the modulus fits in {cls.max_modulus} (n * domain too large)", n_users
             )
         security_bits = math.log2((1 + math.exp(epsilon)) / delta)
-        least_shares = default_share_count(security_bits, modulus, n_users)
+        least_shares = _least_shares(security_bits, modulus, n_users)
         shares = least_shares if n_shares is None else check_integer(n_shares, "n_shares", owner, low=least_shares)
         return cls(
             n_users=n_users,
@@ -211,13 +215,17 @@ class MultiMessageSum(ShuffleProtocol):
 
     @property
     def backed_security_bits(self) -> float:
-        """``sigma`` the guarantee uses: the declared one, capped by what BBGN20's bound backs for these shares."""
+        """``sigma`` the guarantee uses: the declared one, capped by what the share bounds back for these shares.
+
+        The larger of BBGN20's `supported_security_bits` and ``-log2`` of the chi-square distance
+        bound (`privsum.sums.split_and_mix.share_distance_bound`, which takes the smaller distance).
+        """
         return self._security_bits_for(self.n_users)
 
     def _security_bits_for(self, n_participants: int) -> float:
         if n_participants < 3:
             return -math.inf
-        return min(self.share_security_bits, supported_security_bits(self.n_shares, self.modulus, n_participants))
+        return min(self.share_security_bits, _backed_bits(self.n_shares, self.modulus, n_participants))
 
     @property
     def event(self) -> GuaranteeEvent:
@@ -325,6 +333,20 @@ class MultiMessageSum(ShuffleProtocol):
         centre = self.n_users * self.domain // 2
         offset = np.mod(residues - centre + self.modulus // 2, self.modulus) - self.modulus // 2
         return (centre + offset).astype(float)
+
+
+def _backed_bits(n_shares: int, modulus: int, n_users: int) -> float:
+    """``sigma`` backed for ``m`` shares: the larger of BBGN20's and the chi-square bound's."""
+    return max(supported_security_bits(n_shares, modulus, n_users), -math.log2(share_distance_bound(n_users, n_shares, modulus)))
+
+
+def _least_shares(security_bits: float, modulus: int, n_users: int) -> int:
+    """Least ``m`` the share bounds back for ``sigma``: BBGN20's count, lowered while the chi-square bound backs fewer."""
+    shares = default_share_count(security_bits, modulus, n_users)
+    if n_users <= MAX_CHI_SQUARE_USERS:
+        while shares > 3 and share_distance_bound(n_users, shares - 1, modulus) <= 2.0**-security_bits:
+            shares -= 1
+    return shares
 
 
 def divisible_laplace_epsilon(share: float, ratio: float, sensitivity: int) -> float:

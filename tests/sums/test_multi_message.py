@@ -13,6 +13,7 @@ from privsum.exceptions import InvalidParameterError
 from privsum.shuffle import MessageBatch
 from privsum.shuffle.noise import discrete_laplace_pmf, discrete_laplace_variance
 from privsum.sums import MAX_MODULUS, MultiMessageSum, divisible_laplace_epsilon, supported_security_bits
+from privsum.sums.split_and_mix import share_distance_bound
 from privsum.testing import ProtocolConformance, assert_matches_pmf, assert_mean, assert_same_distribution, assert_variance
 
 
@@ -99,7 +100,9 @@ def test_fewer_participants_epsilon_is_the_noise_present():
     assert fewer.guarantee.epsilon == pytest.approx(math.log(at_zero / at_one), rel=1e-9)
     assert fewer.guarantee.epsilon > protocol.guarantee.epsilon and fewer.guarantee.delta > protocol.guarantee.delta
     assert protocol.event_for_participants(1_000) == protocol.event
-    backed = min(protocol.share_security_bits, supported_security_bits(protocol.n_shares, protocol.modulus, 300))
+    bbgn = supported_security_bits(protocol.n_shares, protocol.modulus, 300)
+    chi_square = -math.log2(share_distance_bound(300, protocol.n_shares, protocol.modulus))
+    backed = min(protocol.share_security_bits, max(bbgn, chi_square))
     expected_delta = (1 + math.exp(fewer.guarantee.epsilon)) * 2.0**-backed
     assert fewer.guarantee.delta == pytest.approx(min(expected_delta, 1 - 1e-16), rel=1e-9)
     with pytest.raises(InvalidParameterError, match="'n_participants'"):

@@ -1,4 +1,4 @@
-"""BBGN20's share-count bound: the paper's worked example, its inverse, and the guarantee it backs."""
+"""Share counts: BBGN20's bound (the paper's worked example, its inverse) and the guarantee the share bounds back."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from privsum.exceptions import InvalidParameterError
 from privsum.sums import MultiMessageSum, default_share_count
 from privsum.sums.multi_message import supported_security_bits
+from privsum.sums.split_and_mix import share_distance_bound
 
 
 def test_reproduces_the_papers_worked_example():
@@ -45,10 +46,21 @@ def test_from_privacy_refuses_too_few_shares():
 
 
 def test_guarantee_never_claims_more_than_the_bound_backs():
-    protocol = MultiMessageSum(n_users=50, domain=4, noise_ratio=0.6, n_shares=3, modulus=512, share_security_bits=60.0)
-    backed = supported_security_bits(3, 512, 50)
-    assert protocol.backed_security_bits == backed
-    assert protocol.guarantee.delta == pytest.approx(min((1 + math.exp(protocol.epsilon)) * 2.0**-backed, 1 - 1e-16))
+    protocol = MultiMessageSum(n_users=500, domain=4, noise_ratio=0.6, n_shares=5, modulus=4096, share_security_bits=60.0)
+    bbgn = supported_security_bits(5, 4096, 500)
+    chi_square = -math.log2(share_distance_bound(500, 5, 4096))
+    assert chi_square > bbgn  # the computed bound backs more here
+    assert protocol.backed_security_bits == max(bbgn, chi_square) < 60.0
+    expected = (1 + math.exp(protocol.epsilon)) * 2.0**-protocol.backed_security_bits
+    assert protocol.guarantee.delta == pytest.approx(min(expected, 1))
+
+
+def test_from_privacy_takes_the_least_count_either_bound_backs():
+    protocol = MultiMessageSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=1_000, domain=8)
+    sigma = math.log2((1 + math.e) / 1e-6)
+    assert protocol.n_shares < default_share_count(sigma, protocol.modulus, 1_000)  # fewer than BBGN20's count
+    assert share_distance_bound(1_000, protocol.n_shares, protocol.modulus) <= 2.0**-sigma
+    assert share_distance_bound(1_000, protocol.n_shares - 1, protocol.modulus) > 2.0**-sigma
 
 
 def test_calibrated_protocol_meets_its_target():

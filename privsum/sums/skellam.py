@@ -38,6 +38,8 @@ from privsum.shuffle.protocol import EXECUTION_PATHS
 from privsum.shuffle.sparse import SparseMessageHistogram
 from privsum.shuffle.streaming import PartialView, is_chunk_stream
 from privsum.sums._common import warn_if_fewer
+from privsum.sums._skellam_search import candidates, fewest_bits
+from privsum.sums.labelled_rows import check_labelled_rows, labelled_row_shifts
 from privsum.sums.sparse_shares import SPARSE_MAX_MODULUS, residue_sums, residue_view
 from privsum.sums.split_and_mix import share_distance_bound
 
@@ -188,7 +190,10 @@ class SkellamVectorSum(ShuffleProtocol):
         ``d`` per-coordinate multisets, so the guarantee is the same and the tag is saved. ``delta_other`` adds the
         probability that the noisy sum wraps modulo ``q`` (a post-processing of the noisy sum, so
         this is conservative) and the ``2^-80`` of a rounding that gives up. ``add-remove`` is not
-        offered: removing a user also removes its noise share.
+        offered: removing a user also removes its noise share. With ``label_rows = C`` the
+        vectors must be labelled rows (`privsum.sums.labelled_rows`; others raise) and replace-one
+        changes a user's point and label: the shift bounds are that module's exact ones
+        (`shift_bounds`) instead of twice the norm bound.
 
         Participation: each user's noise share is calibrated for ``n_users``; with ``k < n``
         participants the noise is ``Sk(k mu / n)``: `run` warns with `PrivacyLeakWarning` and
@@ -236,6 +241,8 @@ class SkellamVectorSum(ShuffleProtocol):
     delta: float
     rejection_probability: float = 1e-6
     neighbouring: Neighbouring | str = Neighbouring.REPLACE_ONE  # type: ignore[assignment]
+    label_rows: int = 0
+    count_weight: float = 0.0
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
@@ -250,6 +257,7 @@ class SkellamVectorSum(ShuffleProtocol):
         check_real(self.rejection_probability, "rejection_probability", owner, low=0.0, high=0.5, low_open=True)
         relation = Neighbouring.parse(self.neighbouring, owner, RELATIONS)
         object.__setattr__(self, "neighbouring", relation)
+        _check_label_rows(self.label_rows, self.count_weight, self.dimension, self.norm_bound, owner)
         if not self.radius * self.scale < MAX_SCALED_NORM:
             raise invalid("scale", owner, "such that scale * norm_bound < 2^30 (integer norms must fit in 64 bits)", self.scale)
         if not self.wrap_probability() + 2.0**_RETRY_FAILURE_LOG2 < self.delta:
@@ -287,6 +295,8 @@ class SkellamVectorSum(ShuffleProtocol):
         share_delta_fraction: float | None = None,
         wrap_delta_fraction: float = 0.001,
         variance_allowance: float = 0.1,
+        label_rows: int = 0,
+        count_weight: float = 0.0,
     ) -> SkellamVectorSum:
         """The fewest bits per user meeting ``(epsilon, delta)`` within a stated accuracy loss.
 
@@ -320,6 +330,10 @@ class SkellamVectorSum(ShuffleProtocol):
             variance_allowance: the accuracy loss accepted for fewer bits: variance at most
                 ``1 + variance_allowance`` times the least variance of the search (``0`` takes the
                 most accurate candidate).
+            label_rows: ``C >= 2`` for labelled-row vectors (`privsum.sums.labelled_rows`: one of
+                ``C`` rows, whose last coordinate is ``count_weight``), calibrated for their exact
+                replace-one shift; ``0`` (default) for plain vectors.
+            count_weight: the count coordinate of labelled rows (in ``(0, norm_bound]``).
         """
         owner = f"{cls.__name__}.from_privacy"
         epsilon = check_epsilon(epsilon, owner)
@@ -345,21 +359,24 @@ class SkellamVectorSum(ShuffleProtocol):
             "delta": delta,
             "rejection_probability": beta,
             "neighbouring": relation,
+            "label_rows": label_rows,
+            "count_weight": count_weight,
         }
+        _check_label_rows(label_rows, count_weight, dimension, norm_bound, owner)
         if scale is None:
             scales = [g / norm_bound for g in _SCALE_GRID]
         else:
             scales = [check_real(scale, "scale", owner, low=0.0, low_open=True)]
-        options = _candidates(epsilon, scales, fractions, wrap_fraction, common)
+        options = candidates(epsilon, scales, fractions, wrap_fraction, common)
         if scale is None and options:  # quarter octaves around the least admissible scale, where bits are fewest
             least = min(option[0] for option in options)
             lowest = min(option[1] for option in options if option[0] <= least * (1 + allowance))
-            options += _candidates(epsilon, [lowest * factor for factor in _REFINEMENT], fractions, wrap_fraction, common)
+            options += candidates(epsilon, [lowest * factor for factor in _REFINEMENT], fractions, wrap_fraction, common)
         if not options:
             raise invalid(
                 "scale" if scale is not None else "n_users", owner, "small enough that the modulus fits in 2^46", scale or n_users
             )
-        gamma, mu, modulus, shares = _fewest_bits(options, allowance, n_shares, owner, n_users, dimension)
+        gamma, mu, modulus, shares = fewest_bits(options, allowance, n_shares, owner, n_users, dimension)
         protocol = cls(scale=gamma, noise_mu=mu, n_shares=shares, modulus=modulus, **common)
         for _ in range(60):  # float rounding in the conversion: never return a protocol above the target
             if protocol.guarantee.epsilon <= epsilon:
@@ -399,8 +416,9 @@ class SkellamVectorSum(ShuffleProtocol):
         return math.ceil(-_RETRY_FAILURE_LOG2 / -math.log2(self.rejection_probability))
 
     @property
-    def _shift_factor(self) -> float:
-        return 2.0 if self.neighbouring is Neighbouring.REPLACE_ONE else 1.0
+    def shift_bounds(self) -> tuple[float, float]:
+        """L2 and L1 bounds on the shift of the rounded vectors between neighbours (see the Privacy section)."""
+        return _shifts(self.squared_norm_bound, self.dimension, self.scale, self.neighbouring, self.label_rows, self.count_weight)
 
     def wrap_probability(self, n_participants: int | None = None) -> float:
         """Chernoff bound on the probability that any coordinate's noisy sum leaves ``(-q/2, q/2]``."""
@@ -437,8 +455,8 @@ class SkellamVectorSum(ShuffleProtocol):
         mu = self.noise_mu * n_participants / self.n_users
         return SkellamEvent(
             mu=mu,
-            l2_sensitivity=self._shift_factor * self.l2_bound,
-            l1_sensitivity=self._shift_factor * self.l1_bound,
+            l2_sensitivity=self.shift_bounds[0],
+            l1_sensitivity=self.shift_bounds[1],
             headline_delta=self.delta,
             statistical_distance=self.share_distance_for(n_participants),
             extra_delta=min(self.delta, self.wrap_probability(n_participants) + 2.0**_RETRY_FAILURE_LOG2),
@@ -541,6 +559,8 @@ class SkellamVectorSum(ShuffleProtocol):
             raise invalid(
                 "x", owner, f"rows of L2 norm at most norm_bound={self.norm_bound:g}", f"row {worst} of norm {norms[worst]:.6g}"
             )
+        if self.label_rows:
+            check_labelled_rows(values, self.label_rows, self.count_weight, owner)
         return values * self.scale
 
     def round_vectors(self, x: Any, *, rng: RNGLike = None) -> np.ndarray:
@@ -678,6 +698,26 @@ class SkellamVectorSum(ShuffleProtocol):
         return self.decode(np.mod(rounded.sum(axis=0) + noise, self.modulus))
 
 
+def _shifts(
+    squared: int, dimension: int, scale: float, relation: Neighbouring, label_rows: int, count_weight: float
+) -> tuple[float, float]:
+    """L2 and L1 shift bounds: ``(Delta_2, Delta_1)`` for zero-out, twice that for replace-one, exact for labelled rows."""
+    if relation is not Neighbouring.REPLACE_ONE:
+        return _root_up(squared), _l1_bound(squared, dimension)
+    if label_rows:
+        return labelled_row_shifts(squared, dimension, scale, label_rows, count_weight)
+    return 2 * _root_up(squared), 2 * _l1_bound(squared, dimension)
+
+
+def _check_label_rows(label_rows: int, count_weight: float, dimension: int, norm_bound: float, owner: str) -> None:
+    if label_rows == 0:
+        return
+    check_integer(label_rows, "label_rows", owner, low=2, high=dimension // 2)
+    if dimension % label_rows:
+        raise invalid("label_rows", owner, f"a divisor of dimension={dimension}", label_rows)
+    check_real(count_weight, "count_weight", owner, low=0.0, high=norm_bound, low_open=True)
+
+
 def _l1_bound(squared_norm_bound: int, dimension: int) -> float:
     """``min(sqrt(d K), K)``, the square root rounded up."""
     return min(_root_up(dimension * squared_norm_bound), float(squared_norm_bound))
@@ -708,12 +748,13 @@ def _calibrate_mu(
     norm_bound: float,
     rejection_probability: float,
     neighbouring: Neighbouring,
+    label_rows: int = 0,
+    count_weight: float = 0.0,
     **_: Any,
 ) -> float:
     """Least ``mu`` (bisection, safe end) whose Rényi bound gives ``epsilon`` at ``noise_delta``."""
     squared = conditional_rounding_squared_bound(gamma * norm_bound * (1 + NORM_TOLERANCE), dimension, rejection_probability)
-    factor = 2.0 if neighbouring is Neighbouring.REPLACE_ONE else 1.0
-    l2_shift, l1_shift = factor * _root_up(squared), factor * _l1_bound(squared, dimension)
+    l2_shift, l1_shift = _shifts(squared, dimension, gamma, neighbouring, label_rows, count_weight)
     target = epsilon * (1 - 1e-9)
 
     def delta_at(log_mu: float) -> float:
@@ -728,68 +769,3 @@ def _calibrate_mu(
     return math.exp(
         calibrate(delta_at, target_delta=noise_delta, lower=upper - 40.0, upper=upper, more_private="increasing", tolerance=1e-10)
     )
-
-
-def _candidates(
-    epsilon: float, scales: list[float], fractions: tuple[float, ...], wrap_fraction: float, common: dict[str, Any]
-) -> list[tuple[float, float, float, int, float]]:
-    """``(variance, gamma, mu, q, share distance allowed)`` for every scale and share fraction that fits in ``2^46``."""
-    n_users, dimension, delta = common["n_users"], common["dimension"], common["delta"]
-    options = []
-    for fraction in fractions:
-        noise_delta = delta * (1 - fraction - wrap_fraction) - 2.0**_RETRY_FAILURE_LOG2
-        distance = delta * fraction / (1 + math.exp(epsilon))
-        for gamma in scales:
-            if not gamma * common["norm_bound"] * (1 + NORM_TOLERANCE) < MAX_SCALED_NORM:
-                continue
-            mu = _calibrate_mu(epsilon, noise_delta, gamma=gamma, **common)
-            modulus = _least_modulus(n_users, _coordinate_bound(gamma, **common), mu, delta * wrap_fraction, dimension)
-            if modulus > SPARSE_MAX_MODULUS:
-                continue
-            variance = (2 * mu + n_users / (4 * (1 - common["rejection_probability"]))) / gamma**2
-            options.append((variance, gamma, mu, modulus, distance))
-    return options
-
-
-def _fewest_bits(
-    options: list[tuple[float, float, float, int, float]],
-    allowance: float,
-    n_shares: int | None,
-    owner: str,
-    n_users: int,
-    dimension: int,
-) -> tuple[float, float, int, int]:
-    """Among candidates within ``1 + allowance`` of the least variance: fewest ``m ceil(log2 q)``, then least variance.
-
-    Widths ``ceil(log2 q)`` are visited in increasing order: the least share count cannot fall as ``q``
-    grows (both share bounds increase with ``q``), so a width whose bits at the last width's share
-    count already exceed the best is not evaluated.
-    """
-    if n_shares is not None:
-        n_shares = check_integer(n_shares, "n_shares", owner, low=2, high=MAX_SHARES)
-    least = min(option[0] for option in options)
-    admissible = sorted((math.ceil(math.log2(o[3])), o[0], o) for o in options if o[0] <= least * (1 + allowance))
-    best: tuple[int, float, float, float, int, int] | None = None
-    fewest: int | None = None  # least share count the bound allows, when the given n_shares is below it
-    floor: dict[float, int] = {}  # per share distance, the least share count at the widths visited
-    for width, variance, (_, gamma, mu, modulus, distance) in admissible:
-        start = floor.get(distance, 2)
-        if best is not None and width * start > best[0]:
-            continue
-        least_shares = next(
-            (m for m in range(start, MAX_SHARES + 1) if share_distance_bound(n_users, m, modulus, dimension) <= distance), None
-        )
-        if least_shares is None:
-            continue
-        floor[distance] = least_shares
-        if n_shares is not None and n_shares < least_shares:
-            fewest = least_shares if fewest is None else min(fewest, least_shares)
-            continue
-        bits = (least_shares if n_shares is None else n_shares) * width
-        if best is None or bits < best[0]:
-            best = (bits, variance, gamma, mu, modulus, least_shares if n_shares is None else n_shares)
-    if best is None and fewest is not None:
-        raise invalid("n_shares", owner, f"at least {fewest} (the least the share bound allows)", n_shares)
-    if best is None:
-        raise invalid("n_users", owner, f"large enough that at most {MAX_SHARES} shares suffice", n_users)
-    return best[2], best[3], best[4], best[5]

@@ -23,6 +23,7 @@ from privsum._validation import check_array, check_delta, check_epsilon, check_i
 from privsum.accounting.events import GuaranteeEvent, PrivacyEvent
 from privsum.accounting.gaussian import GaussianEvent, gaussian_epsilon, gaussian_sigma
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
+from privsum.sums.labelled_rows import check_label_parameters, check_labelled_rows
 
 __all__ = ["NORM_RTOL", "CentralGaussianVectorSum", "ExactVectorSum", "check_vectors", "l2_sensitivity", "sum_vectors"]
 
@@ -47,14 +48,19 @@ def l2_sensitivity(norm_bound: float, neighbouring: Neighbouring | str) -> float
     return 2.0 * bound if relation == Neighbouring.REPLACE_ONE else bound
 
 
-def sum_vectors(x: Any, owner: str, *, dimension: int, norm_bound: float) -> np.ndarray:
-    """The exact sum of the checked vectors in ``x``: one ``(n, d)`` array or an iterator of such chunks."""
+def sum_vectors(
+    x: Any, owner: str, *, dimension: int, norm_bound: float, labelled: tuple[int, float] | None = None
+) -> np.ndarray:
+    """The exact sum of the checked vectors in ``x``: one ``(n, d)`` array or an iterator of such chunks.
+
+    ``labelled=(C, w)``: every vector must also be a labelled row (`privsum.sums.labelled_rows`).
+    """
     if not isinstance(x, Iterator):
-        return check_vectors(x, owner, dimension=dimension, norm_bound=norm_bound).sum(axis=0)
+        return check_vectors(x, owner, dimension=dimension, norm_bound=norm_bound, labelled=labelled).sum(axis=0)
     total = np.zeros(dimension)
     seen = 0
     for chunk in x:
-        vectors = check_vectors(chunk, owner, dimension=dimension, norm_bound=norm_bound)
+        vectors = check_vectors(chunk, owner, dimension=dimension, norm_bound=norm_bound, labelled=labelled)
         total += vectors.sum(axis=0)
         seen += vectors.shape[0]
     if seen == 0:
@@ -62,7 +68,9 @@ def sum_vectors(x: Any, owner: str, *, dimension: int, norm_bound: float) -> np.
     return total
 
 
-def check_vectors(x: Any, owner: str, *, dimension: int, norm_bound: float) -> np.ndarray:
+def check_vectors(
+    x: Any, owner: str, *, dimension: int, norm_bound: float, labelled: tuple[int, float] | None = None
+) -> np.ndarray:
     """Users' vectors as a finite float ``(n, dimension)`` array with every L2 norm at most ``norm_bound``.
 
     Nothing is clipped: a longer vector raises, naming ``x``.
@@ -73,6 +81,8 @@ def check_vectors(x: Any, owner: str, *, dimension: int, norm_bound: float) -> n
     largest = float(np.sqrt(np.max(np.einsum("ij,ij->i", array, array))))
     if not largest <= norm_bound * (1.0 + NORM_RTOL):
         raise invalid("x", owner, f"vectors of L2 norm at most norm_bound={norm_bound:g}", f"a vector of norm {largest!r}")
+    if labelled is not None:
+        check_labelled_rows(array, labelled[0], labelled[1], owner)
     return array
 
 
@@ -110,6 +120,10 @@ class CentralGaussianVectorSum(CuratedVectorSum):
         sigma: noise standard deviation per coordinate.
         delta: the delta the headline `guarantee` is stated at, in ``(0, 1)``.
         neighbouring: ``"replace-one"`` (sensitivity ``2B``), ``"add-remove"`` or ``"zero-out"`` (``B``).
+        label_rows: ``C >= 2`` for labelled-row vectors (`privsum.sums.labelled_rows`; others
+            raise): replace-one then changes a user's point and label, with the exact sensitivity
+            ``max(2 sqrt(B^2 - w^2), sqrt(2) B)``; ``0`` (default) for plain vectors.
+        count_weight: ``w``, the count coordinate of labelled rows.
 
     Privacy:
         Central model, trusted curator (the users' vectors are not protected from it). The
@@ -140,9 +154,12 @@ class CentralGaussianVectorSum(CuratedVectorSum):
     sigma: float
     delta: float
     neighbouring: Neighbouring | str = Neighbouring.REPLACE_ONE
+    label_rows: int = 0
+    count_weight: float = 0.0
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
+        check_label_parameters(self.label_rows, self.count_weight, self.dimension, self.norm_bound, owner)
         object.__setattr__(self, "n_users", check_integer(self.n_users, "n_users", owner, low=1))
         object.__setattr__(self, "dimension", check_integer(self.dimension, "dimension", owner, low=1))
         object.__setattr__(self, "norm_bound", check_real(self.norm_bound, "norm_bound", owner, low=0.0, low_open=True))
@@ -160,6 +177,8 @@ class CentralGaussianVectorSum(CuratedVectorSum):
         dimension: int,
         norm_bound: float,
         neighbouring: Neighbouring | str = Neighbouring.REPLACE_ONE,
+        label_rows: int = 0,
+        count_weight: float = 0.0,
     ) -> CentralGaussianVectorSum:
         """The least noise (Balle & Wang's exact calibration) meeting ``(epsilon, delta)``.
 
@@ -171,13 +190,23 @@ class CentralGaussianVectorSum(CuratedVectorSum):
         delta = check_delta(delta, owner, allow_zero=False)
         relation = Neighbouring.parse(neighbouring, owner)
         bound = check_real(norm_bound, "norm_bound", owner, low=0.0, low_open=True)
-        sigma = gaussian_sigma(epsilon, delta, sensitivity=l2_sensitivity(bound * (1.0 + NORM_RTOL), relation))
-        return cls(n_users=n_users, dimension=dimension, norm_bound=bound, sigma=sigma, delta=delta, neighbouring=relation)
+        common = {"n_users": n_users, "dimension": dimension, "norm_bound": bound, "delta": delta, "neighbouring": relation}
+        common |= {"label_rows": label_rows, "count_weight": count_weight}
+        sigma = gaussian_sigma(epsilon, delta, sensitivity=cls(sigma=1.0, **common).sensitivity)
+        return cls(sigma=sigma, **common)
 
     @property
     def sensitivity(self) -> float:
-        """L2 sensitivity of the sum under `neighbouring`, for the accepted norms ``norm_bound * (1 + NORM_RTOL)``."""
-        return l2_sensitivity(self.norm_bound * (1.0 + NORM_RTOL), self.neighbouring)
+        """L2 sensitivity of the sum under `neighbouring`, for the accepted norms ``norm_bound * (1 + NORM_RTOL)``.
+
+        Labelled rows under replace-one: ``max(2 sqrt(B^2 - w^2), sqrt(2) B)`` (same row: the
+        features move; two rows: one row loses ``(f, w)``, another gains ``(f', w)``).
+        """
+        bound = self.norm_bound * (1.0 + NORM_RTOL)
+        if self.label_rows and self.neighbouring == Neighbouring.REPLACE_ONE:
+            features = math.sqrt(max(0.0, bound * bound - self.count_weight**2))
+            return math.nextafter(max(2.0 * features, math.sqrt(2.0) * bound), math.inf)
+        return l2_sensitivity(bound, self.neighbouring)
 
     @cached_property
     def guarantee(self) -> PrivacyGuarantee:
@@ -200,7 +229,8 @@ class CentralGaussianVectorSum(CuratedVectorSum):
         ``x`` may also be an iterator of ``(m, d)`` chunks of users; the noise is added once.
         """
         owner = type(self).__name__
-        total = sum_vectors(x, owner, dimension=self.dimension, norm_bound=self.norm_bound)
+        labelled = (self.label_rows, self.count_weight) if self.label_rows else None
+        total = sum_vectors(x, owner, dimension=self.dimension, norm_bound=self.norm_bound, labelled=labelled)
         generator = as_generator(rng, owner)
         return total + generator.normal(0.0, self.sigma, size=self.dimension)
 

@@ -27,9 +27,9 @@ import math
 
 import numpy as np
 
-from privsum._validation import invalid
+from privsum._validation import check_integer, check_real, invalid
 
-__all__ = ["check_labelled_rows", "labelled_row_shifts"]
+__all__ = ["check_label_parameters", "check_labelled_rows", "labelled_row_shifts"]
 
 
 def labelled_row_shifts(
@@ -67,3 +67,13 @@ def check_labelled_rows(values: np.ndarray, n_rows: int, count_weight: float, ow
             f"labelled rows: one of {n_rows} rows with last coordinate count_weight={count_weight:g}, the others zero",
             f"row {bad}",
         )
+
+
+def check_label_parameters(label_rows: int, count_weight: float, dimension: int, norm_bound: float, owner: str) -> None:
+    """``label_rows`` 0 (plain vectors) or a divisor ``C >= 2`` of ``dimension``, and ``0 < count_weight <= norm_bound``."""
+    if label_rows == 0:
+        return
+    check_integer(label_rows, "label_rows", owner, low=2, high=dimension // 2)
+    if dimension % label_rows:
+        raise invalid("label_rows", owner, f"a divisor of dimension={dimension}", label_rows)
+    check_real(count_weight, "count_weight", owner, low=0.0, high=norm_bound, low_open=True)

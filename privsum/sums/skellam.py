@@ -39,7 +39,7 @@ from privsum.shuffle.sparse import SparseMessageHistogram
 from privsum.shuffle.streaming import PartialView, is_chunk_stream
 from privsum.sums._common import warn_if_fewer
 from privsum.sums._skellam_search import candidates, fewest_bits
-from privsum.sums.labelled_rows import check_labelled_rows, labelled_row_shifts
+from privsum.sums.labelled_rows import check_label_parameters, check_labelled_rows, labelled_row_shifts
 from privsum.sums.sparse_shares import SPARSE_MAX_MODULUS, residue_sums, residue_view
 from privsum.sums.split_and_mix import share_distance_bound
 
@@ -257,7 +257,7 @@ class SkellamVectorSum(ShuffleProtocol):
         check_real(self.rejection_probability, "rejection_probability", owner, low=0.0, high=0.5, low_open=True)
         relation = Neighbouring.parse(self.neighbouring, owner, RELATIONS)
         object.__setattr__(self, "neighbouring", relation)
-        _check_label_rows(self.label_rows, self.count_weight, self.dimension, self.norm_bound, owner)
+        check_label_parameters(self.label_rows, self.count_weight, self.dimension, self.norm_bound, owner)
         if not self.radius * self.scale < MAX_SCALED_NORM:
             raise invalid("scale", owner, "such that scale * norm_bound < 2^30 (integer norms must fit in 64 bits)", self.scale)
         if not self.wrap_probability() + 2.0**_RETRY_FAILURE_LOG2 < self.delta:
@@ -362,7 +362,7 @@ class SkellamVectorSum(ShuffleProtocol):
             "label_rows": label_rows,
             "count_weight": count_weight,
         }
-        _check_label_rows(label_rows, count_weight, dimension, norm_bound, owner)
+        check_label_parameters(label_rows, count_weight, dimension, norm_bound, owner)
         if scale is None:
             scales = [g / norm_bound for g in _SCALE_GRID]
         else:
@@ -707,15 +707,6 @@ def _shifts(
     if label_rows:
         return labelled_row_shifts(squared, dimension, scale, label_rows, count_weight)
     return 2 * _root_up(squared), 2 * _l1_bound(squared, dimension)
-
-
-def _check_label_rows(label_rows: int, count_weight: float, dimension: int, norm_bound: float, owner: str) -> None:
-    if label_rows == 0:
-        return
-    check_integer(label_rows, "label_rows", owner, low=2, high=dimension // 2)
-    if dimension % label_rows:
-        raise invalid("label_rows", owner, f"a divisor of dimension={dimension}", label_rows)
-    check_real(count_weight, "count_weight", owner, low=0.0, high=norm_bound, low_open=True)
 
 
 def _l1_bound(squared_norm_bound: int, dimension: int) -> float:

@@ -75,3 +75,23 @@ def test_label_rows_are_validated():
         _protocol(label_rows=4, count_weight=COUNT)  # 15 coordinates are not 4 rows
     with pytest.raises(InvalidParameterError, match="'count_weight'"):
         _protocol(label_rows=ROWS, count_weight=2.0)
+
+
+def test_central_gaussian_uses_the_exact_labelled_sensitivity():
+    from privsum.sums import CentralGaussianVectorSum
+
+    common = {"epsilon": 1.0, "delta": 1e-6, "n_users": 10, "dimension": ROWS * WIDTH, "norm_bound": NORM}
+    generic = CentralGaussianVectorSum.from_privacy(**common)
+    labelled = CentralGaussianVectorSum.from_privacy(**common, label_rows=ROWS, count_weight=COUNT)
+    features = math.sqrt(NORM**2 - COUNT**2)
+    assert labelled.sensitivity == pytest.approx(max(2 * features, math.sqrt(2) * NORM), rel=1e-9)
+    assert generic.sensitivity == pytest.approx(2 * NORM, rel=1e-9)
+    assert labelled.sigma < generic.sigma and labelled.guarantee.epsilon <= 1.0
+    worst_same_row = _labelled(np.array([[1.0, 0, 0, 0], [-1.0, 0, 0, 0]]), np.array([0, 0]))
+    worst_two_rows = _labelled(np.array([[1.0, 0, 0, 0], [1.0, 0, 0, 0]]), np.array([0, 1]))
+    for pair in (worst_same_row, worst_two_rows):  # the bound is attained by one of them
+        assert np.linalg.norm(pair[0] - pair[1]) <= labelled.sensitivity
+    assert max(np.linalg.norm(p[0] - p[1]) for p in (worst_same_row, worst_two_rows)) == pytest.approx(labelled.sensitivity)
+    with pytest.raises(InvalidParameterError, match="'x'"):
+        labelled.run(np.ones((2, ROWS * WIDTH)) * 0.1, rng=0)
+    labelled.run(iter([worst_same_row, worst_two_rows]), rng=0)  # chunks are checked too

@@ -59,8 +59,9 @@ def gkmps_parameters(epsilon: float, delta: float, levels: int, *, spread_log: s
     its public restatement do; ``"log2"`` the base-2 log of privsum's earlier versions, which
     floods more (at ``D = 317``, 42% more messages per user). The two differ only for
     ``D`` in ``5..7`` among the levels ``CorrelatedNoiseSum.verify`` can check, where the natural
-    log is verified to meet the target (at a claimed ``(1, 1e-6)``: 0.711, 0.713 and 0.716 for
-    ``D = 5, 6, 7``; ``D = 5`` in a slow test); larger ``D`` rest on the paper's claim.
+    log is verified to meet the target (at a claimed ``(1, 1e-6)``: 0.711, 0.7124 and 0.7162 for
+    ``D = 5, 6, 7`` by `CorrelatedNoiseSum.verified_epsilon`, the last two re-run for issue 28 in
+    about 2 and 3 minutes; ``D = 5`` in a slow test); larger ``D`` rest on the paper's claim.
 
     Examples:
         >>> parameters = gkmps_parameters(1.0, 1e-6, 1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -20,6 +21,7 @@ from privsum.sums.split_and_mix import (
 TINY = [(3, 3, 2), (3, 3, 3), (3, 4, 2), (4, 3, 2), (3, 3, 4), (5, 3, 2), (3, 5, 2), (4, 4, 2), (2, 4, 3), (2, 5, 2)]
 
 
+@functools.lru_cache
 def _worst_exact(n_users: int, n_shares: int, modulus: int) -> float:
     """Largest exact distance to the ideal over every input vector (inputs and their rotations)."""
     inputs = itertools.product(range(modulus), repeat=n_users) if modulus**n_users <= 64 else [(0,) * n_users]

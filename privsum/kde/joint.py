@@ -26,6 +26,9 @@ from privsum.sums.skellam import SkellamVectorSum
 
 __all__ = ["JointClassKDE"]
 
+#: Vector sums calibrated for labelled rows' exact replace-one shift (see the class's Privacy section).
+_LABELLED_ROW_SUMS = (SkellamVectorSum, CentralGaussianVectorSum)
+
 # Entries of the users' joint contributions built at once, and the most a non-streaming protocol gets.
 _CHUNK_ENTRIES = 1 << 22
 _MAX_DENSE_ENTRIES = 1 << 26
@@ -48,10 +51,14 @@ class JointClassKDE(VectorSumReleases):
         user's row vector has norm at most ``sqrt(F^2 + w^2)`` (the protocol's ``norm_bound``), so
         the protocol's accounting for that bound covers any change of the pair. The label thus
         needs no separate round: the model and communication threats get the same guarantee.
-        (The exact shift of a replace-one change is ``max(2F, sqrt(2 (F^2 + w^2)))``, which is
-        ``2F`` for ``w <= F``; the protocol's generic ``2 sqrt(F^2 + w^2)`` is used, at most
-        ``sqrt(1 + w^2/F^2)`` more noise.) The class sizes published are the noisy counts,
-        rounded and floored at 1: post-processing.
+        Under replace-one of the pair (point, label) the shift is exactly
+        ``max(2F, sqrt(2) sqrt(F^2 + w^2))``: the same class moves the features by at most ``2F``;
+        a new label takes ``(f(x), w)`` from one row and adds ``(f(x'), w)`` to another. `from_privacy`
+        calibrates `~privsum.sums.SkellamVectorSum` (with the rounded analogue of this shift) and
+        `~privsum.sums.CentralGaussianVectorSum` for it (their labelled rows,
+        `privsum.sums.labelled_rows`, which refuse any other vector); other protocols use the
+        generic ``2 sqrt(F^2 + w^2)``. The class sizes published are the noisy counts, rounded
+        and floored at 1: post-processing.
 
     Utility:
         Row ``c``'s features estimate ``sum_{u in c} f(x_u)`` as in `VectorSumKDE`; the size
@@ -115,7 +122,7 @@ class JointClassKDE(VectorSumReleases):
         count_weight: float | None = None,
         neighbouring: str = "replace-one",
     ) -> JointClassKDE:
-        """Calibrate ``protocol`` for the joint vectors (``count_weight`` default ``F / 2``)."""
+        """Calibrate ``protocol`` for the joint vectors (``count_weight`` default ``F / 2``) and their exact shift."""
         owner = "JointClassKDE.from_privacy"
         if not isinstance(family, LSQFamily):
             raise invalid("family", owner, "an LSQFamily", type(family).__name__)
@@ -128,6 +135,7 @@ class JointClassKDE(VectorSumReleases):
             else check_real(count_weight, "count_weight", owner, low=0.0, low_open=True)
         )
         width = family.n_repetitions * family.n_coordinates + 1
+        rows = {"label_rows": n_classes, "count_weight": weight} if issubclass(protocol, _LABELLED_ROW_SUMS) else {}
         with refusals_as(owner, {"dimension": "family", "norm_bound": "family"}):  # derived from the family
             vector_sum = protocol.from_privacy(
                 epsilon=epsilon,
@@ -136,6 +144,7 @@ class JointClassKDE(VectorSumReleases):
                 dimension=n_classes * width,
                 norm_bound=cls.row_norm_bound(family, weight),
                 neighbouring=neighbouring,
+                **rows,
             )
         return cls(family=family, n_classes=n_classes, vector_sum=vector_sum, count_weight=weight)
 

@@ -420,6 +420,9 @@ class ShuffledKDE(ShuffleProtocol):
             chunk_size: users processed at once.
             precision: ``"float64"``, ``"float32"`` or ``"exact"`` features in the rounding step (see the class).
             protocol_options: extra keyword arguments for ``protocol.from_privacy`` (e.g. ``noise_source``).
+                Without ``flooding``, 3NB (tight calibration and accounting) takes ``flooding="communication"``
+                with ``variance_factor=KDE_FLOODING_VARIANCE_FACTOR`` (4) wherever its per-instance RMSE is
+                within 1% of the paper flooding's (the composition buys the variance back), else the paper's.
 
         Raises:
             InvalidParameterError: a parameter is out of range or the target cannot be met.
@@ -438,10 +441,20 @@ class ShuffledKDE(ShuffleProtocol):
         ):
             raise invalid("protocol_options", owner, "None or a mapping of keyword names to values", protocol_options)
         _check_protocol_options(protocol, protocol_options or {}, owner)
-        options = tuple(sorted(dict(protocol_options or {}).items()))
-        return cached_calibration(
-            cls._calibrated, family, protocol, epsilon, delta, n_users, accounting, calibration, chunk_size, precision, options
+        options = dict(protocol_options or {})
+
+        def calibrated(chosen: dict[str, Any]) -> ShuffledKDE:
+            settings = (epsilon, delta, n_users, accounting, calibration, chunk_size, precision, tuple(sorted(chosen.items())))
+            return cached_calibration(cls._calibrated, family, protocol, *settings)
+
+        paper = calibrated(options)
+        if not _floods_for_communication_by_default(protocol, calibration, accounting, delta, options):
+            return paper
+        communication = calibrated(options | {"flooding": "communication", "variance_factor": KDE_FLOODING_VARIANCE_FACTOR})
+        as_accurate = math.sqrt(communication.bitsum.variance()) <= (1 + FLOODING_RMSE_TOLERANCE) * math.sqrt(
+            paper.bitsum.variance()
         )
+        return communication if as_accurate else paper
 
     @classmethod
     def _calibrated(
@@ -699,6 +712,19 @@ def _probabilities_of_turns(
 
 
 _PI32 = np.float32(math.pi)
+
+
+#: 3NB's default flooding inside the KDE: "communication" with this factor where its RMSE is within 1% (`from_privacy`).
+KDE_FLOODING_VARIANCE_FACTOR = 4.0
+FLOODING_RMSE_TOLERANCE = 0.01
+
+
+def _floods_for_communication_by_default(
+    protocol: type[BitSumProtocol], calibration: str, accounting: str, delta: float, options: Mapping[str, Any]
+) -> bool:
+    names = calibration_option_names(protocol) or ()
+    offered = "flooding" in names and "variance_factor" in names
+    return offered and "flooding" not in options and calibration == "tight" and accounting == "tight" and delta > 0
 
 
 # Keywords of a bit sum's ``from_privacy`` that the KDE's calibration sets itself.

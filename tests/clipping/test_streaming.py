@@ -22,6 +22,7 @@ from privsum.shuffle.sparse import SparseMessageHistogram
 from privsum.shuffle.streaming import UserChunks
 from privsum.sums.multi_message import supported_security_bits
 from privsum.sums.sparse_shares import SparseMultiMessageSum
+from privsum.sums.split_and_mix import share_distance_bound
 from privsum.testing import FALSE_ALARM_RATE, assert_matches_pmf, assert_same_distribution
 
 N = 30
@@ -181,7 +182,9 @@ def _nb_difference_epsilon(share: float, ratio: float, sensitivity: int) -> floa
 
 def _bbgn_achieved(instance: SparseMultiMessageSum, m: int) -> PrivacyGuarantee:
     epsilon = _nb_difference_epsilon(m / instance.n_users, instance.noise_ratio, instance.domain)
-    bits = min(instance.share_security_bits, supported_security_bits(instance.n_shares, instance.modulus, m))
+    bbgn = supported_security_bits(instance.n_shares, instance.modulus, m)
+    chi_square = -math.log2(share_distance_bound(m, instance.n_shares, instance.modulus))  # the larger sigma backs delta
+    bits = min(instance.share_security_bits, max(bbgn, chi_square))
     return PrivacyGuarantee(epsilon, min((1 + math.exp(epsilon)) * 2.0**-bits, 1 - 1e-16))
 
 

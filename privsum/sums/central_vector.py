@@ -159,13 +159,15 @@ class CentralGaussianVectorSum(CuratedVectorSum):
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
-        check_label_parameters(self.label_rows, self.count_weight, self.dimension, self.norm_bound, owner)
         object.__setattr__(self, "n_users", check_integer(self.n_users, "n_users", owner, low=1))
         object.__setattr__(self, "dimension", check_integer(self.dimension, "dimension", owner, low=1))
         object.__setattr__(self, "norm_bound", check_real(self.norm_bound, "norm_bound", owner, low=0.0, low_open=True))
         object.__setattr__(self, "sigma", check_real(self.sigma, "sigma", owner, low=0.0, low_open=True))
         object.__setattr__(self, "delta", check_delta(self.delta, owner, allow_zero=False))
         object.__setattr__(self, "neighbouring", Neighbouring.parse(self.neighbouring, owner))
+        rows = check_label_parameters(self.label_rows, self.count_weight, self.dimension, self.norm_bound, owner)
+        object.__setattr__(self, "label_rows", rows[0])
+        object.__setattr__(self, "count_weight", rows[1])
 
     @classmethod
     def from_privacy(

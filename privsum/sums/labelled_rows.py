@@ -69,11 +69,18 @@ def check_labelled_rows(values: np.ndarray, n_rows: int, count_weight: float, ow
         )
 
 
-def check_label_parameters(label_rows: int, count_weight: float, dimension: int, norm_bound: float, owner: str) -> None:
-    """``label_rows`` 0 (plain vectors) or a divisor ``C >= 2`` of ``dimension``, and ``0 < count_weight <= norm_bound``."""
+def check_label_parameters(
+    label_rows: int, count_weight: float, dimension: int, norm_bound: float, owner: str
+) -> tuple[int, float]:
+    """Validated ``(label_rows, count_weight)``: ``(0, 0)``, or ``C >= 2`` dividing ``d`` and ``0 < w <= c``."""
+    label_rows = check_integer(label_rows, "label_rows", owner, low=0, high=max(0, dimension // 2))
+    count_weight = check_real(count_weight, "count_weight", owner, low=0.0, high=norm_bound)
     if label_rows == 0:
-        return
-    check_integer(label_rows, "label_rows", owner, low=2, high=dimension // 2)
-    if dimension % label_rows:
-        raise invalid("label_rows", owner, f"a divisor of dimension={dimension}", label_rows)
-    check_real(count_weight, "count_weight", owner, low=0.0, high=norm_bound, low_open=True)
+        if count_weight != 0.0:
+            raise invalid("count_weight", owner, "0 unless label_rows is set", count_weight)
+        return 0, 0.0
+    if label_rows < 2 or dimension % label_rows:
+        raise invalid("label_rows", owner, f"0, or a divisor of dimension={dimension} of at least 2", label_rows)
+    if not count_weight > 0.0:
+        raise invalid("count_weight", owner, "positive with label_rows", count_weight)
+    return label_rows, count_weight

@@ -257,7 +257,9 @@ class SkellamVectorSum(ShuffleProtocol):
         check_real(self.rejection_probability, "rejection_probability", owner, low=0.0, high=0.5, low_open=True)
         relation = Neighbouring.parse(self.neighbouring, owner, RELATIONS)
         object.__setattr__(self, "neighbouring", relation)
-        check_label_parameters(self.label_rows, self.count_weight, self.dimension, self.norm_bound, owner)
+        rows = check_label_parameters(self.label_rows, self.count_weight, self.dimension, self.norm_bound, owner)
+        object.__setattr__(self, "label_rows", rows[0])
+        object.__setattr__(self, "count_weight", rows[1])
         if not self.radius * self.scale < MAX_SCALED_NORM:
             raise invalid("scale", owner, "such that scale * norm_bound < 2^30 (integer norms must fit in 64 bits)", self.scale)
         if not self.wrap_probability() + 2.0**_RETRY_FAILURE_LOG2 < self.delta:
@@ -352,6 +354,7 @@ class SkellamVectorSum(ShuffleProtocol):
             fractions = (check_real(share_delta_fraction, "share_delta_fraction", owner, low=0.0, high=0.5, low_open=True),)
         if not delta * (1 - max(fractions) - wrap_fraction) - 2.0**_RETRY_FAILURE_LOG2 > 0:
             raise invalid("delta", owner, "above 2^-80 (the rounding's failure probability)", delta)
+        label_rows, count_weight = check_label_parameters(label_rows, count_weight, dimension, norm_bound, owner)
         common = {
             "n_users": n_users,
             "dimension": dimension,
@@ -362,7 +365,6 @@ class SkellamVectorSum(ShuffleProtocol):
             "label_rows": label_rows,
             "count_weight": count_weight,
         }
-        check_label_parameters(label_rows, count_weight, dimension, norm_bound, owner)
         if scale is None:
             scales = [g / norm_bound for g in _SCALE_GRID]
         else:

@@ -33,6 +33,7 @@ from privsum.lsq.rff import RandomFourierFeatures, apply_projection, fourier_fea
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
 from privsum.shuffle.protocol import EXECUTION_PATHS, ShuffleProtocol
+from privsum.shuffle.robustness import DEFAULT_CAP_TAIL_PROBABILITY
 from privsum.shuffle.streaming import PartialView, is_chunk_stream
 
 __all__ = ["ACCOUNTING_METHODS", "FEATURE_PRECISIONS", "ShuffledKDE"]
@@ -115,6 +116,13 @@ class ShuffledKDE(ShuffleProtocol):
         ``E[F_ij] = sum_u f_i(x_u)_j`` when the bit sum is unbiased, so the estimate is unbiased
         for the LSQ estimate given the draws, and for the exact KDE when ``beta = 0``. Theorem 3.2
         bounds its supRMSE by ``sqrt(4 beta^2 + 16 R^4 S (S + (E/n)^2) / I)`` (`sup_rmse_bound`).
+
+    Robustness:
+        Every instance is a bit sum, with the bit sum's `per_sender_message_cap`. ``k`` malicious
+        senders shift every published coefficient ``F_ij = (2 B_ij - n) R`` by at most ``2 R``
+        times the bit sum's `manipulation_bound` (the analyzer's ``n`` fixed;
+        `manipulation_bound`), and the density at a query ``y`` by at most that times
+        ``sum_ij |g_i(y)_j| / (n I)``.
 
     References:
         Wagner, *Learning from End User Data with Shuffled Differential Privacy over Kernel
@@ -338,6 +346,14 @@ class ShuffledKDE(ShuffleProtocol):
             return self.analyze(self.view(self.shuffle(messages, rng=generator)), n_participants=n_seen)
         partial = self._partial(x, generator, path)
         return self.analyze(self.complete_view(partial, rng=generator), n_participants=partial.n_users)
+
+    def _message_cap(self, tail_probability: float) -> int:
+        """The bit sum's cap (every instance is one of its instances)."""
+        return self.bitsum.per_sender_message_cap(tail_probability)
+
+    def manipulation_bound(self, n_malicious: int, *, tail_probability: float = DEFAULT_CAP_TAIL_PROBABILITY) -> float:
+        """The largest shift of one published coefficient ``F_ij``: ``2 R`` times the bit sum's bound (``n`` fixed)."""
+        return 2.0 * self.family.bound * self.bitsum.manipulation_bound(n_malicious, tail_probability=tail_probability)
 
     def analyze(self, view: MessageHistogram | MessageBatch, *, n_participants: int | None = None) -> KDEFunction:
         """The released KDE function ``F_ij = (2 B_ij - n) R`` from the shuffled messages.

@@ -1,0 +1,59 @@
+"""Manipulation bounds of the shuffled KDE and the classifier's rounds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from privsum.apps import ShuffledKDEClassifier
+from privsum.bitsum import CentralLaplaceBitSum, RRBitSum, ThreeNBBitSum
+from privsum.kde import ShuffledKDE
+from privsum.lsq import RandomFourierFeatures
+from tests.robustness.attacks import attack_batch, random_plans
+
+N_USERS = 300
+
+
+@pytest.mark.parametrize("protocol_class", [RRBitSum, ThreeNBBitSum])
+def test_kde_coefficients_move_by_at_most_the_bound(protocol_class):
+    family = RandomFourierFeatures(dimension=2, n_repetitions=4, seed=0)
+    kde = ShuffledKDE.from_privacy(family=family, protocol=protocol_class, epsilon=4.0, delta=1e-6, n_users=N_USERS)
+    honest = kde.sample_view(np.random.default_rng(0).normal(size=(N_USERS, 2)), rng=1)
+    n_malicious, top = 2, max(kde.alphabet)
+    cap = kde.per_sender_message_cap()
+    assert cap == kde.bitsum.per_sender_message_cap()
+    attacked = honest + kde.view(attack_batch(kde.n_instances, {top: n_malicious * cap}))
+    moved = kde.analyze(attacked, n_participants=N_USERS).coefficients - kde.analyze(honest, n_participants=N_USERS).coefficients
+    bound = kde.manipulation_bound(n_malicious)
+    assert bound == pytest.approx(2 * family.bound * kde.bitsum.manipulation_bound(n_malicious), rel=1e-12)
+    np.testing.assert_allclose(moved, bound, rtol=1e-9)  # every coefficient at once, each by the bound
+    plans = random_plans(np.random.default_rng(2), kde.alphabet, kde.n_instances, 3, min(cap, 20))
+    randomly = kde.analyze(honest + kde.view(attack_batch(kde.n_instances, plans)), n_participants=N_USERS).coefficients
+    assert np.all(np.abs(randomly - kde.analyze(honest, n_participants=N_USERS).coefficients) <= kde.manipulation_bound(3))
+
+
+def test_curated_baselines_state_no_bound():
+    family = RandomFourierFeatures(dimension=2, n_repetitions=2, seed=0)
+    kde = ShuffledKDE(family=family, bitsum=CentralLaplaceBitSum.from_privacy(epsilon=1.0, n_users=10))
+    with pytest.raises(NotImplementedError):
+        kde.manipulation_bound(1)
+
+
+@pytest.mark.parametrize(("protocol", "label_privacy"), [("rr", "round"), ("vector", "round"), ("vector", "joint")])
+def test_classifier_reports_both_rounds(protocol, label_privacy):
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal([0.5, 0], 0.1, (200, 2)), rng.normal([-0.5, 0], 0.1, (200, 2))])
+    y = np.repeat([0, 1], 200)
+    model = ShuffledKDEClassifier(
+        classes=[0, 1], kernel="ip", protocol=protocol, label_privacy=label_privacy, epsilon=4.0, n_repetitions=4, random_state=0
+    ).fit(X, y)
+    bounds = model.manipulation_bounds(3)
+    protocols = [p for p in model.protocols_ if p is not None]
+    expected = max(p.manipulation_bound(3) for p in protocols)
+    assert bounds["kde_coefficients"] == expected > 0
+    if label_privacy == "joint":
+        assert bounds["label_counts"] == expected / protocols[0].count_weight
+    else:
+        assert bounds["label_counts"] == 3.0
+    if protocol == "vector":  # the Skellam sum's whole window: one attacker suffices
+        assert model.manipulation_bounds(1)["kde_coefficients"] == expected

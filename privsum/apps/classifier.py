@@ -422,14 +422,14 @@ class ShuffledKDEClassifier(ClassifierBase):
             else float(max(1, math.ceil(math.log2(len(self.classes_))))),
         }
 
-    def manipulation_bounds(self, n_malicious: int) -> dict[str, float]:
+    def manipulation_bounds(self, n_malicious: int, *, cap: int | None = None) -> dict[str, float]:
         """How far ``n_malicious`` malicious users with well-formed messages move each published number.
 
         ``"label_counts"``: each user sends one label message, so a class count moves by at most
         ``n_malicious`` (with ``label_privacy="joint"`` the sizes are the joint sum's count
         coordinates divided by their weight: its bound over ``count_weight``);
         ``"kde_coefficients"``: the largest `manipulation_bound` of the class KDEs (every class's
-        coefficients may be attacked at once). The malicious users take part in both rounds;
+        coefficients may be attacked at once; ``cap`` as there). The malicious users take part in both rounds;
         the counts also set the KDEs' ``n``, which is post-processing of the label round.
 
         Raises:
@@ -438,7 +438,7 @@ class ShuffledKDEClassifier(ClassifierBase):
         self._check_fitted()
         n_malicious = check_malicious(n_malicious, f"{type(self).__name__}.manipulation_bounds")
         protocols = [p for p in self.protocols_ if p is not None]
-        kde = max(float(p.manipulation_bound(n_malicious)) for p in protocols)
+        kde = max(float(p.manipulation_bound(n_malicious, cap=cap)) for p in protocols)
         label = kde / protocols[0].count_weight if self.label_privacy == "joint" else float(n_malicious)
         return {"label_counts": label, "kde_coefficients": kde}
 

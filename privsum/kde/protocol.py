@@ -33,7 +33,6 @@ from privsum.lsq.rff import RandomFourierFeatures, apply_projection, fourier_fea
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
 from privsum.shuffle.protocol import EXECUTION_PATHS, ShuffleProtocol
-from privsum.shuffle.robustness import DEFAULT_CAP_TAIL_PROBABILITY
 from privsum.shuffle.streaming import PartialView, is_chunk_stream
 
 __all__ = ["ACCOUNTING_METHODS", "FEATURE_PRECISIONS", "ShuffledKDE"]
@@ -351,9 +350,9 @@ class ShuffledKDE(ShuffleProtocol):
         """The bit sum's cap (every instance is one of its instances)."""
         return self.bitsum.per_sender_message_cap(tail_probability)
 
-    def manipulation_bound(self, n_malicious: int, *, tail_probability: float = DEFAULT_CAP_TAIL_PROBABILITY) -> float:
+    def manipulation_bound(self, n_malicious: int, *, cap: int | None = None) -> float:
         """The largest shift of one published coefficient ``F_ij``: ``2 R`` times the bit sum's bound (``n`` fixed)."""
-        return 2.0 * self.family.bound * self.bitsum.manipulation_bound(n_malicious, tail_probability=tail_probability)
+        return 2.0 * self.family.bound * self.bitsum.manipulation_bound(n_malicious, cap=cap)
 
     def analyze(self, view: MessageHistogram | MessageBatch, *, n_participants: int | None = None) -> KDEFunction:
         """The released KDE function ``F_ij = (2 B_ij - n) R`` from the shuffled messages.

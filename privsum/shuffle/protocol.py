@@ -171,25 +171,30 @@ class ShuffleProtocol(abc.ABC):
         """
         raise NotImplementedError(f"{type(self).__name__}'s analyzer is not linear in its messages")
 
-    def manipulation_bound(self, n_malicious: int, *, tail_probability: float = DEFAULT_CAP_TAIL_PROBABILITY) -> float:
+    def manipulation_bound(self, n_malicious: int, *, cap: int | None = None) -> float:
         """The largest absolute shift of one instance's estimate that ``n_malicious`` senders can cause.
 
         The malicious senders send well-formed messages only (values in `alphabet`, at most
-        `per_sender_message_cap` per instance), chosen with knowledge of everything else; the
-        shift compares the analyzer's output with and without their messages, the honest
-        messages fixed. ``math.inf`` where no finite bound exists. The default, for linear
-        analyzers: ``n_malicious * per_sender_message_cap(tail_probability) *
-        largest_message_effect``, attained by every malicious sender sending the cap of the
-        most effective message.
+        ``cap`` per instance), chosen with knowledge of everything else; the shift compares the
+        analyzer's output with and without their messages, the honest messages fixed.
+        ``math.inf`` where no finite bound exists. The default, for linear analyzers:
+        ``n_malicious * cap * largest_message_effect``, attained by every malicious sender
+        sending ``cap`` copies of the most effective message.
 
         Args:
             n_malicious: the number of malicious senders, at least 0.
-            tail_probability: passed to `per_sender_message_cap`.
+            cap: the messages per sender and instance the shuffler enforces (a deployment's
+                cap); ``None``: `per_sender_message_cap` at its default tail probability.
         """
         owner = f"{type(self).__name__}.manipulation_bound"
         n_malicious = check_malicious(n_malicious, owner)
-        cap = self.per_sender_message_cap(tail_probability)
-        return float(n_malicious * cap * self.largest_message_effect)
+        return float(n_malicious * self.enforced_cap(cap, owner) * self.largest_message_effect)
+
+    def enforced_cap(self, cap: int | None, owner: str) -> int:
+        """``cap`` validated (at least 1), or `per_sender_message_cap` at its default tail probability when ``None``."""
+        if cap is None:
+            return self.per_sender_message_cap()
+        return check_integer(cap, "cap", owner, low=1)
 
     # ----------------------------------------------------------------- participation
     def check_participants(self, n_participants: int) -> None:  # noqa: B027 - a hook, empty by default

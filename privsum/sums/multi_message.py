@@ -27,7 +27,7 @@ from privsum.shuffle.noise import (
     sample_negative_binomial,
 )
 from privsum.shuffle.protocol import EXECUTION_PATHS
-from privsum.shuffle.robustness import DEFAULT_CAP_TAIL_PROBABILITY, check_malicious
+from privsum.shuffle.robustness import check_malicious
 from privsum.shuffle.streaming import PartialView
 from privsum.sums._common import integer_inputs, warn_if_fewer
 
@@ -328,10 +328,11 @@ class MultiMessageSum(ShuffleProtocol):
         """``m`` shares per user and instance."""
         return self.n_shares
 
-    def manipulation_bound(self, n_malicious: int, *, tail_probability: float = DEFAULT_CAP_TAIL_PROBABILITY) -> float:
+    def manipulation_bound(self, n_malicious: int, *, cap: int | None = None) -> float:
         """``q - 1`` for ``n_malicious >= 1``: one sender sets the residue, so the estimate, anywhere in the window."""
-        n_malicious = check_malicious(n_malicious, f"{type(self).__name__}.manipulation_bound")
-        self.per_sender_message_cap(tail_probability)  # validated
+        owner = f"{type(self).__name__}.manipulation_bound"
+        n_malicious = check_malicious(n_malicious, owner)
+        self.enforced_cap(cap, owner)  # any cap: one share suffices
         return float(self.modulus - 1) if n_malicious else 0.0
 
     def analyze(self, view: MessageHistogram | MessageBatch) -> np.ndarray:

@@ -33,7 +33,7 @@ from privsum.accounting import Neighbouring, PrivacyGuarantee, calibrate
 from privsum.accounting.skellam import RDP_ORDERS, SkellamEvent, rdp_delta
 from privsum.shuffle import MessageBatch, MessageHistogram, ShuffleProtocol
 from privsum.shuffle.protocol import EXECUTION_PATHS
-from privsum.shuffle.robustness import DEFAULT_CAP_TAIL_PROBABILITY, check_malicious
+from privsum.shuffle.robustness import check_malicious
 from privsum.shuffle.sparse import SparseMessageHistogram
 from privsum.shuffle.streaming import PartialView, is_chunk_stream
 from privsum.sums._common import warn_if_fewer
@@ -634,10 +634,11 @@ class SkellamVectorSum(ShuffleProtocol):
         """``m`` shares per user and coordinate."""
         return self.n_shares
 
-    def manipulation_bound(self, n_malicious: int, *, tail_probability: float = DEFAULT_CAP_TAIL_PROBABILITY) -> float:
+    def manipulation_bound(self, n_malicious: int, *, cap: int | None = None) -> float:
         """``(q - 1)/gamma`` per coordinate for ``n_malicious >= 1`` (the whole decoding window; 0 for none)."""
-        n_malicious = check_malicious(n_malicious, f"{type(self).__name__}.manipulation_bound")
-        self.per_sender_message_cap(tail_probability)  # validated
+        owner = f"{type(self).__name__}.manipulation_bound"
+        n_malicious = check_malicious(n_malicious, owner)
+        self.enforced_cap(cap, owner)  # any cap: one share suffices
         return (self.modulus - 1) / self.scale if n_malicious else 0.0
 
     def analyze(self, view: SparseMessageHistogram | MessageBatch | MessageHistogram) -> np.ndarray:  # type: ignore[override]

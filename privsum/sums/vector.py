@@ -15,7 +15,7 @@ from privsum._validation import check_array, check_choice, check_delta, check_ep
 from privsum.accounting import GuaranteeEvent, PrivacyEvent, PrivacyGuarantee, PrivacyProfile, ProfileEvent
 from privsum.shuffle import MessageBatch, MessageHistogram, ShuffleProtocol
 from privsum.shuffle.protocol import EXECUTION_PATHS
-from privsum.shuffle.robustness import DEFAULT_CAP_TAIL_PROBABILITY, check_malicious
+from privsum.shuffle.robustness import check_malicious
 from privsum.shuffle.streaming import PartialView
 from privsum.sums._common import randomized_round, warn_if_fewer
 from privsum.sums.blanket import (
@@ -416,28 +416,29 @@ class ShuffledVectorSum(ShuffleProtocol):
         """One message per user and coordinate (and ``t`` in all)."""
         return 1
 
-    def manipulation_bound(self, n_malicious: int, *, tail_probability: float = DEFAULT_CAP_TAIL_PROBABILITY) -> float:
+    def manipulation_bound(self, n_malicious: int, *, cap: int | None = None) -> float:
         """The largest shift of one coordinate's estimate by ``n_malicious`` senders of at most ``t`` messages each.
 
-        ``"sampling_rate"``: ``(d/t) k u_max`` (each attacker reports ``k`` on the coordinate);
+        With ``c = min(cap, t)`` messages per sender on one coordinate (``cap`` 1 by default):
+        ``"sampling_rate"``: ``(d/t) k c u_max`` (each attacker reports ``k`` on the coordinate);
         symmetric inputs, mapped back by ``2 e - n`` with ``n`` read from the messages:
-        ``max(2 (d/t) k u_max - k/t, 2 (d/t) k |u_min| + k)``. ``"report_count"``: with ``n_users``
+        ``max(2 (d/t) k c u_max - k c/t, 2 (d/t) k c |u_min| + k)``. ``"report_count"``: with ``n_users``
         honest senders the estimate lies in ``[N u_min, N u_max]`` for ``N`` users in the view
         (symmetric: ``[N (2 u_min - 1), N (2 u_max - 1)]``) and attackers add at most ``k``
         users, so the shift is at most the largest distance between those ranges at ``N = n``
         and ``N = n + k`` (a bound of order ``n``, not tight).
         """
-        n_malicious = check_malicious(n_malicious, f"{type(self).__name__}.manipulation_bound")
-        self.per_sender_message_cap(tail_probability)  # validated
+        owner = f"{type(self).__name__}.manipulation_bound"
+        n_malicious = check_malicious(n_malicious, owner)
+        per_coordinate = n_malicious * min(self.enforced_cap(cap, owner), self.samples)
         gamma = self.blanket_probability
         most, least = (1.0 - gamma / 2.0) / (1.0 - gamma), -gamma / 2.0 / (1.0 - gamma)
         if self.estimator == "sampling_rate":
             scale = self.dimension / self.samples
             if not self.symmetric:
-                return scale * n_malicious * most
-            return max(
-                2.0 * scale * n_malicious * most - n_malicious / self.samples, 2.0 * scale * n_malicious * -least + n_malicious
-            )
+                return scale * per_coordinate * most
+            upward = 2.0 * scale * per_coordinate * most - per_coordinate / self.samples
+            return max(upward, 2.0 * scale * per_coordinate * -least + n_malicious)
         high, low = (2.0 * most - 1.0, 2.0 * least - 1.0) if self.symmetric else (most, least)
         honest, attacked = self.n_users, self.n_users + n_malicious
         return max(attacked * high - honest * low, honest * high - attacked * low) if n_malicious else 0.0

@@ -86,7 +86,7 @@ def test_cap_grows_as_the_tail_probability_shrinks():
     protocol = SIGNED[0]
     caps = [protocol.per_sender_message_cap(tail) for tail in (1e-3, 1e-6, 1e-12)]
     assert caps == sorted(caps) and caps[0] < caps[-1]
-    assert protocol.manipulation_bound(2, tail_probability=1e-3) == 2 * caps[0]
+    assert protocol.manipulation_bound(2, cap=caps[0]) == 2 * caps[0]
 
 
 @pytest.mark.parametrize("bad", [0.0, 1.0, -1e-3, math.nan, "0.1"])
@@ -99,3 +99,18 @@ def test_bad_tail_probability_is_refused(bad):
 def test_bad_number_of_malicious_senders_is_refused(bad):
     with pytest.raises(InvalidParameterError, match="n_malicious"):
         RR_PROTOCOLS[0].manipulation_bound(bad)
+
+
+@pytest.mark.parametrize("bad", [0, -2, 1.5, "3"])
+def test_bad_cap_is_refused(bad):
+    with pytest.raises(InvalidParameterError, match="'cap'"):
+        SIGNED[0].manipulation_bound(1, cap=bad)
+
+
+def test_a_deployment_cap_scales_the_bound():
+    """The bound at the cap a shuffler actually enforces (e.g. one computed for many instances at once)."""
+    protocol = SIGNED[0]
+    assert protocol.manipulation_bound(3, cap=50) == 150.0
+    honest = honest_view(protocol)
+    moved = shift(protocol, honest, attack_batch(N_INSTANCES, {1: 3 * 50}))
+    np.testing.assert_allclose(moved, 150.0, rtol=1e-12)

@@ -41,7 +41,7 @@ def test_correlated_worst_attack_reaches_the_bound():
     cap = protocol.per_sender_message_cap(1e-6)
     top = protocol.levels
     for n_malicious in (1, 2):
-        bound = protocol.manipulation_bound(n_malicious, tail_probability=1e-6)
+        bound = protocol.manipulation_bound(n_malicious, cap=cap)
         assert bound == pytest.approx(n_malicious * cap * protocol.domain, rel=1e-12)
         for sign in (1, -1):
             moved = shift(protocol, honest, attack_batch(2, {sign * top: n_malicious * cap}))

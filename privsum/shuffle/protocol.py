@@ -188,9 +188,9 @@ class ShuffleProtocol(abc.ABC):
         """
         owner = f"{type(self).__name__}.manipulation_bound"
         n_malicious = check_malicious(n_malicious, owner)
-        return float(n_malicious * self.enforced_cap(cap, owner) * self.largest_message_effect)
+        return float(n_malicious * self._enforced_cap(cap, owner) * self.largest_message_effect)
 
-    def enforced_cap(self, cap: int | None, owner: str) -> int:
+    def _enforced_cap(self, cap: int | None, owner: str) -> int:
         """``cap`` validated (at least 1), or `per_sender_message_cap` at its default tail probability when ``None``."""
         if cap is None:
             return self.per_sender_message_cap()

@@ -332,7 +332,7 @@ class MultiMessageSum(ShuffleProtocol):
         """``q - 1`` for ``n_malicious >= 1``: one sender sets the residue, so the estimate, anywhere in the window."""
         owner = f"{type(self).__name__}.manipulation_bound"
         n_malicious = check_malicious(n_malicious, owner)
-        self.enforced_cap(cap, owner)  # any cap: one share suffices
+        self._enforced_cap(cap, owner)  # any cap: one share suffices
         return float(self.modulus - 1) if n_malicious else 0.0
 
     def analyze(self, view: MessageHistogram | MessageBatch) -> np.ndarray:

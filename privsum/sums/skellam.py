@@ -638,7 +638,7 @@ class SkellamVectorSum(ShuffleProtocol):
         """``(q - 1)/gamma`` per coordinate for ``n_malicious >= 1`` (the whole decoding window; 0 for none)."""
         owner = f"{type(self).__name__}.manipulation_bound"
         n_malicious = check_malicious(n_malicious, owner)
-        self.enforced_cap(cap, owner)  # any cap: one share suffices
+        self._enforced_cap(cap, owner)  # any cap: one share suffices
         return (self.modulus - 1) / self.scale if n_malicious else 0.0
 
     def analyze(self, view: SparseMessageHistogram | MessageBatch | MessageHistogram) -> np.ndarray:  # type: ignore[override]

@@ -430,7 +430,7 @@ class ShuffledVectorSum(ShuffleProtocol):
         """
         owner = f"{type(self).__name__}.manipulation_bound"
         n_malicious = check_malicious(n_malicious, owner)
-        per_coordinate = n_malicious * min(self.enforced_cap(cap, owner), self.samples)
+        per_coordinate = n_malicious * min(self._enforced_cap(cap, owner), self.samples)
         gamma = self.blanket_probability
         most, least = (1.0 - gamma / 2.0) / (1.0 - gamma), -gamma / 2.0 / (1.0 - gamma)
         if self.estimator == "sampling_rate":

@@ -32,11 +32,15 @@ def test_kde_coefficients_move_by_at_most_the_bound(protocol_class):
     assert np.all(np.abs(randomly - kde.analyze(honest, n_participants=N_USERS).coefficients) <= kde.manipulation_bound(3))
 
 
-def test_curated_baselines_state_no_bound():
+def test_curated_baselines_move_by_the_users_own_bits():
+    """A trusted curator accepts one bit per user and instance: k malicious users move a count by k."""
     family = RandomFourierFeatures(dimension=2, n_repetitions=2, seed=0)
-    kde = ShuffledKDE(family=family, bitsum=CentralLaplaceBitSum.from_privacy(epsilon=1.0, n_users=10))
-    with pytest.raises(NotImplementedError):
-        kde.manipulation_bound(1)
+    kde = ShuffledKDE(family=family, bitsum=CentralLaplaceBitSum.from_privacy(epsilon=1.0, n_users=N_USERS))
+    honest = kde.sample_view(np.random.default_rng(0).normal(size=(N_USERS, 2)), rng=1)
+    moved = kde.analyze(honest + kde.view(attack_batch(kde.n_instances, {1: 4})), n_participants=N_USERS).coefficients
+    moved -= kde.analyze(honest, n_participants=N_USERS).coefficients
+    np.testing.assert_allclose(moved, kde.manipulation_bound(4), rtol=1e-12)
+    assert kde.manipulation_bound(4) == 2 * family.bound * 4
 
 
 @pytest.mark.parametrize(("protocol", "label_privacy"), [("rr", "round"), ("vector", "round"), ("vector", "joint")])

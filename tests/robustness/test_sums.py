@@ -11,7 +11,9 @@ from privsum.shuffle import MessageBatch
 from privsum.shuffle.sparse import SparseMessageHistogram
 from privsum.sums import (
     BlanketRealSum,
+    CentralGaussianVectorSum,
     CorrelatedNoiseSum,
+    ExactVectorSum,
     MultiMessageSum,
     ShuffledVectorSum,
     SkellamVectorSum,
@@ -23,7 +25,7 @@ N_USERS = 400
 
 
 def test_blanket_worst_attack_reaches_the_bound():
-    protocol = BlanketRealSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=N_USERS)
+    protocol = BlanketRealSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=N_USERS, calibration="analytic")
     honest = protocol.sample_view(np.random.default_rng(0).random((N_USERS, 3)), rng=1)
     k, gamma = protocol.precision, protocol.blanket_probability
     for n_malicious in (1, 9):
@@ -133,3 +135,14 @@ def test_vector_sum_report_count_random_attacks_stay_within_the_bound():
     empty = protocol.view(MessageBatch(np.ones(N_USERS, dtype=np.int64), np.zeros(N_USERS, dtype=np.int64), protocol.dimension))
     moved = shift(protocol, empty, MessageBatch(np.zeros(1, dtype=np.int64), np.array([protocol.precision]), protocol.dimension))
     assert abs(moved[0]) > N_USERS / 2 and abs(moved[0]) <= protocol.manipulation_bound(1)
+
+
+def test_curated_vector_sums_move_by_the_accepted_norm():
+    exact = ExactVectorSum(n_users=10, dimension=3, norm_bound=2.0)
+    honest = np.random.default_rng(0).normal(size=(10, 3)) * 0.1
+    attackers = np.tile([[2.0, 0.0, 0.0]], (3, 1))
+    moved = exact.run(np.vstack([honest, attackers])) - exact.run(honest)
+    assert moved[0] == pytest.approx(6.0) and moved[0] <= exact.manipulation_bound(3)
+    assert exact.manipulation_bound(3) == pytest.approx(6.0, rel=1e-11)
+    gaussian = CentralGaussianVectorSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=10, dimension=3, norm_bound=2.0)
+    assert gaussian.manipulation_bound(3) == exact.manipulation_bound(3)

@@ -238,8 +238,8 @@ class ThreeNBBitSum(_SignedCounts):
         tail_probability`` per user and instance (its cost in delta: `privsum.shuffle.robustness`).
         ``k`` malicious senders shift an estimate by at most ``k c`` (all sending ``c`` messages
         ``+1``; `manipulation_bound`), against an honest contribution between 0 and ``k``: the
-        flooding makes ``c`` large (hundreds at the paper's flooding), so one malicious user
-        outweighs many honest ones unless the shuffler's cap is enforced and small.
+        flooding makes ``c`` large (see the threat-model page), so one malicious user outweighs
+        many honest ones.
 
     References:
         Ghazi, Kumar, Manurangsi & Pagh, "Private Counting from Anonymous Messages: Near-Optimal

@@ -9,9 +9,10 @@ each instance's estimate that ``k`` such users can cause.
 
 For protocols whose honest users send a *random* number of messages (3NB, Pure, GKMPS21), the
 cap is a tail quantile: the least ``c`` with ``P(an honest user sends more than c messages in one
-instance) <= tail_probability``. A shuffler that refuses the upload of a sender over the cap then
-changes the honest protocol's output only on an event of probability at most
-``n I tail_probability`` (``n`` senders, ``I`` instances, union bound); an ``(epsilon, delta)``
+instance) <= tail_probability``. Enforcing it (a shuffler refusing the upload of a sender over
+the cap, or a client redrawing such a user's messages) changes the honest protocol's output
+only on an event of probability at most ``n I tail_probability`` (``n`` senders, ``I``
+instances, union bound); an ``(epsilon, delta)``
 guarantee of the uncapped protocol gives ``(epsilon, delta + (1 + e^epsilon) n I
 tail_probability)`` for the capped one (two mechanisms within total variation ``eta`` on every
 input). Choose ``tail_probability`` so that this addition is negligible next to ``delta``.

@@ -158,6 +158,11 @@ class _Curated(BitSumProtocol):
         """The curator accepts a bit 0 or 1 from a user (the ``+-1`` noise is its own): one count."""
         return 1.0
 
+    def largest_decrease(self, n_malicious: int, *, cap: int | None = None) -> float:
+        """None: a bit adds 0 or 1 to the count."""
+        self.manipulation_bound(n_malicious, cap=cap)  # validated
+        return 0.0
+
     def analyze(self, view: MessageHistogram | MessageBatch) -> np.ndarray:
         """The released count ``S + Z`` (unbiased)."""
         histogram = self.view(view)

@@ -126,6 +126,11 @@ class _FlippedReports(BitSumProtocol):
         q = self.flip_probability
         return (1.0 - q) / (1.0 - 2.0 * q)
 
+    def largest_decrease(self, n_malicious: int, *, cap: int | None = None) -> float:
+        """``k q/(1 - 2q)`` per message: reports 0 pull the estimate down less than reports 1 push it up."""
+        q = self.flip_probability
+        return self.manipulation_bound(n_malicious, cap=cap) * q / (1.0 - q)
+
     def analyze(self, view: MessageHistogram | MessageBatch) -> np.ndarray:
         """Unbiased estimate ``(C - m q) / (1 - 2q)`` with ``m`` the reports received per instance."""
         histogram = self.view(view)

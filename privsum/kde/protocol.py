@@ -119,9 +119,9 @@ class ShuffledKDE(ShuffleProtocol):
     Robustness:
         Every instance is a bit sum, with the bit sum's `per_sender_message_cap`. ``k`` malicious
         senders shift every published coefficient ``F_ij = (2 B_ij - n) R`` by at most ``2 R``
-        times the bit sum's `manipulation_bound` (the analyzer's ``n`` fixed;
-        `manipulation_bound`), and the density at a query ``y`` by at most that times
-        ``sum_ij |g_i(y)_j| / (n I)``.
+        times the bit sum's shift, plus ``R k`` downwards when the analyzer counts them among the
+        ``n`` participants (`manipulation_bound`), and the density at a query ``y`` by at most
+        that times ``sum_ij |g_i(y)_j| / (n I)``.
 
     References:
         Wagner, *Learning from End User Data with Shuffled Differential Privacy over Kernel
@@ -351,8 +351,17 @@ class ShuffledKDE(ShuffleProtocol):
         return self.bitsum.per_sender_message_cap(tail_probability)
 
     def manipulation_bound(self, n_malicious: int, *, cap: int | None = None) -> float:
-        """The largest shift of one published coefficient ``F_ij``: ``2 R`` times the bit sum's bound (``n`` fixed)."""
-        return 2.0 * self.family.bound * self.bitsum.manipulation_bound(n_malicious, cap=cap)
+        """The largest shift of one published coefficient ``F_ij = (2 B_ij - n) R``.
+
+        ``max(2 R up, 2 R down + R k)`` with ``up`` and ``down`` the bit sum's largest increase
+        (`manipulation_bound`) and decrease (`largest_decrease`): the ``R k`` is for an analyzer
+        that counts the ``k`` malicious senders among the ``n`` participants (as a deployment's
+        analyzer does), which pulls every coefficient down.
+        """
+        up = self.bitsum.manipulation_bound(n_malicious, cap=cap)
+        down = self.bitsum.largest_decrease(n_malicious, cap=cap)
+        bound = self.family.bound
+        return max(2.0 * bound * up, 2.0 * bound * down + bound * n_malicious)
 
     def analyze(self, view: MessageHistogram | MessageBatch, *, n_participants: int | None = None) -> KDEFunction:
         """The released KDE function ``F_ij = (2 B_ij - n) R`` from the shuffled messages.

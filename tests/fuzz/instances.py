@@ -71,6 +71,7 @@ ENTRY_POINTS = (
     "manipulation_bound",
     "manipulation_bounds",
     "per_sender_message_cap",
+    "largest_decrease",
     "randomize",
     "analyze",
     "sample_view",

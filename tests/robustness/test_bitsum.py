@@ -36,6 +36,7 @@ def test_rr_worst_attack_reaches_the_bound(protocol, n_malicious):
     np.testing.assert_allclose(moved, bound, rtol=1e-9)
     down = shift(protocol, honest_view(protocol), attack_batch(N_INSTANCES, {0: n_malicious}))
     np.testing.assert_allclose(down, -n_malicious * q / (1 - 2 * q), rtol=1e-9)  # the other direction is weaker
+    assert protocol.largest_decrease(n_malicious) == pytest.approx(n_malicious * q / (1 - 2 * q), rel=1e-12)
 
 
 @pytest.mark.parametrize("protocol", RR_PROTOCOLS, ids=lambda p: type(p).__name__)
@@ -64,6 +65,7 @@ def test_signed_counts_worst_attack_reaches_the_bound(protocol):
         for sign in (1, -1):
             moved = shift(protocol, honest_view(protocol), attack_batch(N_INSTANCES, {sign: n_malicious * cap}))
             np.testing.assert_allclose(moved, sign * bound, rtol=1e-9)
+        assert protocol.largest_decrease(n_malicious) == bound
 
 
 @pytest.mark.parametrize("protocol", SIGNED, ids=lambda p: type(p).__name__)

@@ -14,22 +14,31 @@ from tests.robustness.attacks import attack_batch, random_plans
 N_USERS = 300
 
 
+def coefficients(kde, view, n_participants):
+    return kde.analyze(view, n_participants=n_participants).coefficients
+
+
 @pytest.mark.parametrize("protocol_class", [RRBitSum, ThreeNBBitSum])
 def test_kde_coefficients_move_by_at_most_the_bound(protocol_class):
     family = RandomFourierFeatures(dimension=2, n_repetitions=4, seed=0)
     kde = ShuffledKDE.from_privacy(family=family, protocol=protocol_class, epsilon=4.0, delta=1e-6, n_users=N_USERS)
     honest = kde.sample_view(np.random.default_rng(0).normal(size=(N_USERS, 2)), rng=1)
-    n_malicious, top = 2, max(kde.alphabet)
-    cap = kde.per_sender_message_cap()
+    before = coefficients(kde, honest, N_USERS)
+    k, cap, radius = 2, kde.per_sender_message_cap(), family.bound
     assert cap == kde.bitsum.per_sender_message_cap()
-    attacked = honest + kde.view(attack_batch(kde.n_instances, {top: n_malicious * cap}))
-    moved = kde.analyze(attacked, n_participants=N_USERS).coefficients - kde.analyze(honest, n_participants=N_USERS).coefficients
-    bound = kde.manipulation_bound(n_malicious)
-    assert bound == pytest.approx(2 * family.bound * kde.bitsum.manipulation_bound(n_malicious), rel=1e-12)
-    np.testing.assert_allclose(moved, bound, rtol=1e-9)  # every coefficient at once, each by the bound
+    up, down = kde.bitsum.manipulation_bound(k), kde.bitsum.largest_decrease(k)
+    bound = kde.manipulation_bound(k)
+    assert bound == pytest.approx(max(2 * radius * up, 2 * radius * down + radius * k), rel=1e-12)
+    # pushing up, the analyzer's n as given; pulling down, the attackers counted among the participants
+    pushed = coefficients(kde, honest + kde.view(attack_batch(kde.n_instances, {max(kde.alphabet): k * cap})), N_USERS)
+    pulled = coefficients(kde, honest + kde.view(attack_batch(kde.n_instances, {min(kde.alphabet): k * cap})), N_USERS + k)
+    np.testing.assert_allclose(pushed - before, 2 * radius * up, rtol=1e-9)
+    np.testing.assert_allclose(before - pulled, 2 * radius * down + radius * k, rtol=1e-9)
+    assert max(np.max(pushed - before), np.max(before - pulled)) == pytest.approx(bound, rel=1e-9)  # tight
     plans = random_plans(np.random.default_rng(2), kde.alphabet, kde.n_instances, 3, min(cap, 20))
-    randomly = kde.analyze(honest + kde.view(attack_batch(kde.n_instances, plans)), n_participants=N_USERS).coefficients
-    assert np.all(np.abs(randomly - kde.analyze(honest, n_participants=N_USERS).coefficients) <= kde.manipulation_bound(3))
+    for n_participants in (N_USERS, N_USERS + 3):
+        randomly = coefficients(kde, honest + kde.view(attack_batch(kde.n_instances, plans)), n_participants)
+        assert np.all(np.abs(randomly - before) <= kde.manipulation_bound(3) * (1 + 1e-12))
 
 
 def test_curated_baselines_move_by_the_users_own_bits():

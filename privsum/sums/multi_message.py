@@ -124,8 +124,8 @@ class MultiMessageSum(ShuffleProtocol):
         that window's width ``q - 1`` for any ``k >= 1``. Bounding it needs each sender to prove
         its shares encode a value in ``{0..Delta}`` (the validity proofs of Prio:
         Corrigan-Gibbs & Boneh, "Prio: Private, Robust, and Scalable Computation of Aggregate
-        Statistics", NSDI 2017), which would bound the shift by ``k Delta`` plus the noise
-        shares' range.
+        Statistics", NSDI 2017), which would bound the shift by ``k Delta`` plus the range
+        the proof allows each sender's noise share (unbounded as drawn here).
 
     References:
         Balle, Bell, Gascón & Nissim, "Private summation in the multi-message shuffle model", CCS 2020;

@@ -205,7 +205,7 @@ class SkellamVectorSum(ShuffleProtocol):
         ``k >= 1``). Bounding it needs a proof that each sender's shares encode a vector of norm
         at most ``Delta_2`` (validity proofs as in Prio: Corrigan-Gibbs & Boneh, "Prio: Private, Robust, and
         Scalable Computation of Aggregate Statistics", NSDI 2017), which would bound the shift
-        by ``k Delta_2 / gamma`` in L2 plus the noise shares' range.
+        by ``k Delta_2 / gamma`` in L2 plus the range the proof allows each sender's noise share.
 
     References:
         Agarwal, Kairouz & Liu, "The Skellam Mechanism for Differentially Private Federated

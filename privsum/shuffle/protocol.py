@@ -154,6 +154,14 @@ class ShuffleProtocol(abc.ABC):
 
         Args:
             tail_probability: per user and instance, in ``(0, 1)``.
+
+        Examples:
+            >>> from privsum.bitsum import RRBitSum, ThreeNBBitSum
+            >>> RRBitSum(n_users=1000, flip_probability=0.1, delta=1e-6).per_sender_message_cap()
+            1
+            >>> three_nb = ThreeNBBitSum(n_users=1000, noise_ratio=0.5, flooding_shape=0.0, flooding_ratio=0.0, delta=1e-6)
+            >>> three_nb.per_sender_message_cap(1e-6)  # a user holding 1: 1 + NB(2/1000, 1/2) messages
+            9
         """
         tail_probability = check_tail_probability(tail_probability, f"{type(self).__name__}.per_sender_message_cap")
         return self._message_cap(tail_probability)
@@ -185,6 +193,11 @@ class ShuffleProtocol(abc.ABC):
             n_malicious: the number of malicious senders, at least 0.
             cap: the messages per sender and instance the shuffler enforces (a deployment's
                 cap); ``None``: `per_sender_message_cap` at its default tail probability.
+
+        Examples:
+            >>> from privsum.bitsum import RRBitSum
+            >>> RRBitSum(n_users=1000, flip_probability=0.1, delta=1e-6).manipulation_bound(5)  # 5 (1 - q)/(1 - 2q)
+            5.625
         """
         owner = f"{type(self).__name__}.manipulation_bound"
         n_malicious = check_malicious(n_malicious, owner)

@@ -81,6 +81,7 @@ class CuratedVectorSum:
     """What the curated vector references share: every user sends its ``d`` coordinates to a curator."""
 
     dimension: int
+    norm_bound: float
     event: PrivacyEvent
 
     def event_for_participants(self, n_participants: int) -> PrivacyEvent:
@@ -96,6 +97,18 @@ class CuratedVectorSum:
     def bits_per_message(self) -> int:
         """Coordinate tag plus a float64 value."""
         return math.ceil(math.log2(self.dimension)) + _VALUE_BITS if self.dimension > 1 else _VALUE_BITS
+
+    def manipulation_bound(self, n_malicious: int, *, cap: int | None = None) -> float:
+        """``k B (1 + NORM_RTOL)``: a malicious user submits any vector the curator's norm check accepts.
+
+        The shift of every coordinate (and its L2 norm) is at most that; ``cap`` is accepted for
+        symmetry with the shuffle protocols (one vector per user).
+        """
+        owner = f"{type(self).__name__}.manipulation_bound"
+        n_malicious = check_malicious(n_malicious, owner)
+        if cap is not None:
+            check_integer(cap, "cap", owner, low=1)
+        return n_malicious * self.norm_bound * (1 + NORM_RTOL)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -195,14 +208,6 @@ class CentralGaussianVectorSum(CuratedVectorSum):
         """Per-coordinate variance of the released sum: ``sigma^2``."""
         return self.sigma**2
 
-    def manipulation_bound(self, n_malicious: int, *, cap: int | None = None) -> float:
-        """``n_malicious`` times the accepted norm: a malicious user submits any vector the curator's norm check accepts.
-
-        The shift of every coordinate (and its L2 norm) is at most ``k B (1 + NORM_RTOL)``;
-        ``cap`` is accepted for symmetry with the shuffle protocols (one vector per user).
-        """
-        return curated_manipulation_bound(n_malicious, cap, self.norm_bound, type(self).__name__)
-
     def run(self, x: Any, *, rng: RNGLike = None) -> np.ndarray:
         """``sum_i x_i + N(0, sigma^2 I_d)`` for the ``(n, d)`` vectors ``x`` (norms checked).
 
@@ -269,22 +274,6 @@ class ExactVectorSum(CuratedVectorSum):
         """No noise: ``0``."""
         return 0.0
 
-    def manipulation_bound(self, n_malicious: int, *, cap: int | None = None) -> float:
-        """``n_malicious`` times the accepted norm: a malicious user submits any vector the curator's norm check accepts.
-
-        The shift of every coordinate (and its L2 norm) is at most ``k B (1 + NORM_RTOL)``;
-        ``cap`` is accepted for symmetry with the shuffle protocols (one vector per user).
-        """
-        return curated_manipulation_bound(n_malicious, cap, self.norm_bound, type(self).__name__)
-
     def run(self, x: Any, *, rng: RNGLike = None) -> np.ndarray:
         """The exact ``sum_i x_i`` (``x`` an array or an iterator of chunks; ``rng`` is unused)."""
         return sum_vectors(x, type(self).__name__, dimension=self.dimension, norm_bound=self.norm_bound)
-
-
-def curated_manipulation_bound(n_malicious: int, cap: int | None, norm_bound: float, owner: str) -> float:
-    """``k B (1 + NORM_RTOL)``: ``k`` vectors of norm at most ``B`` (as checked), any direction."""
-    n_malicious = check_malicious(n_malicious, f"{owner}.manipulation_bound")
-    if cap is not None:
-        check_integer(cap, "cap", f"{owner}.manipulation_bound", low=1)
-    return n_malicious * norm_bound * (1 + NORM_RTOL)

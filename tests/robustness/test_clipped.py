@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from privsum.clipping import ClippedSum, ClippedVectorSum, SparseVectorAggregation
 from privsum.shuffle import MessageBatch
-from privsum.sums import ClippedSum, ClippedVectorSum, SparseVectorAggregation
 from tests.robustness.attacks import random_plans
 
 N_USERS = 300

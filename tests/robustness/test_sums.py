@@ -18,7 +18,7 @@ from privsum.sums import (
     ShuffledVectorSum,
     SkellamVectorSum,
 )
-from privsum.sums.clipped_shares import SparseMultiMessageSum  # privsum.clipping after the restructure
+from privsum.sums.sparse_shares import SparseMultiMessageSum
 from tests.robustness.attacks import attack_batch, random_plans, shift
 
 N_USERS = 400

@@ -37,6 +37,7 @@ from privsum.kde.joint import JointClassKDE
 from privsum.kde.protocol import ShuffledKDE, calibration_option_names
 from privsum.kde.vector import VectorSumKDE
 from privsum.lsq import IdentityFeatures, LSQFamily, RandomFourierFeatures, RandomSigns, SignedRandomProjection
+from privsum.shuffle.robustness import check_malicious
 from privsum.sums.central_vector import CentralGaussianVectorSum, ExactVectorSum
 from privsum.sums.skellam import SkellamVectorSum
 
@@ -134,6 +135,11 @@ class ShuffledKDEClassifier(ClassifierBase):
         (ICLR 2025) states ``(epsilon, delta)`` under the model threat; that holds for neighbours
         that keep the label, but the released model includes the noisy counts, which depend on labels, so privsum reports
         ``epsilon + label_epsilon`` (composed) under both threat models; see ``guarantees_``.
+
+    Robustness:
+        `manipulation_bounds`: ``k`` malicious users move a published class count by at most
+        ``k`` (one label message each) and every KDE coefficient by the class protocol's
+        `~privsum.kde.ShuffledKDE.manipulation_bound`.
 
     Examples:
         >>> rng = np.random.default_rng(0)
@@ -416,6 +422,26 @@ class ShuffledKDEClassifier(ClassifierBase):
             if self.label_privacy == "joint"
             else float(max(1, math.ceil(math.log2(len(self.classes_))))),
         }
+
+    def manipulation_bounds(self, n_malicious: int, *, cap: int | None = None) -> dict[str, float]:
+        """How far ``n_malicious`` malicious users with well-formed messages move each published number.
+
+        ``"label_counts"``: each user sends one label message, so a class count moves by at most
+        ``n_malicious`` (with ``label_privacy="joint"`` the sizes are the joint sum's count
+        coordinates divided by their weight: its bound over ``count_weight``);
+        ``"kde_coefficients"``: the largest `manipulation_bound` of the class KDEs (every class's
+        coefficients may be attacked at once; ``cap`` as there). The malicious users take part in both rounds;
+        the counts also set the KDEs' ``n``, which is post-processing of the label round.
+
+        Raises:
+            NotImplementedError: a trusted-curator protocol (no shuffler) is fitted.
+        """
+        self._check_fitted()
+        n_malicious = check_malicious(n_malicious, f"{type(self).__name__}.manipulation_bounds")
+        protocols = [p for p in self.protocols_ if p is not None]
+        kde = max(float(p.manipulation_bound(n_malicious, cap=cap)) for p in protocols)
+        label = kde / protocols[0].count_weight if self.label_privacy == "joint" else float(n_malicious)
+        return {"label_counts": label, "kde_coefficients": kde}
 
     def class_densities(self, X: Any) -> np.ndarray:
         """Private density of each class at each point, shape ``(n, n_classes)``; empty classes get ``-inf``."""

@@ -182,6 +182,15 @@ class BitSumProtocol(ShuffleProtocol):
         """The spacing of the values the estimate takes (one count, rescaled by the debiasing)."""
         return 1.0
 
+    def largest_decrease(self, n_malicious: int, *, cap: int | None = None) -> float:
+        """The largest decrease of an estimate that ``n_malicious`` senders cause (`manipulation_bound` bounds both ways).
+
+        Protocols whose messages push one way harder than the other (RR, the curated baselines)
+        override it; the shuffled KDE, whose analyzer subtracts the number of participants,
+        needs the two directions apart.
+        """
+        return self.manipulation_bound(n_malicious, cap=cap)
+
     def check_bits(self, bits: Any) -> np.ndarray:
         """Validate bits and return them as an integer array of shape ``(n_users, n_instances)``.
 

@@ -149,6 +149,20 @@ class _Curated(BitSumProtocol):
         counts = np.stack([np.maximum(-noise, 0), histogram.count(0), ones + np.maximum(noise, 0)], axis=1)
         return MessageHistogram(counts, self.alphabet)
 
+    def _message_cap(self, tail_probability: float) -> int:
+        """One bit per user and instance, sent to the curator."""
+        return 1
+
+    @property
+    def largest_message_effect(self) -> float:
+        """The curator accepts a bit 0 or 1 from a user (the ``+-1`` noise is its own): one count."""
+        return 1.0
+
+    def largest_decrease(self, n_malicious: int, *, cap: int | None = None) -> float:
+        """None: a bit adds 0 or 1 to the count."""
+        self.manipulation_bound(n_malicious, cap=cap)  # validated
+        return 0.0
+
     def analyze(self, view: MessageHistogram | MessageBatch) -> np.ndarray:
         """The released count ``S + Z`` (unbiased)."""
         histogram = self.view(view)

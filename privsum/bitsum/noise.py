@@ -56,6 +56,7 @@ from privsum.exceptions import InvalidParameterError
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
 from privsum.shuffle.noise import sample_negative_binomial
+from privsum.shuffle.robustness import weighted_negative_binomial_cap
 
 __all__ = ["PureBitSum", "ThreeNBBitSum"]
 
@@ -167,6 +168,17 @@ class _SignedCounts(BitSumProtocol):
             minus = minus + pairs
         return signed_histogram(plus, minus)
 
+    def _message_cap(self, tail_probability: float) -> int:
+        """A bound on the ``tail_probability`` quantile of ``1 + NB(2r/n, p) + 2 NB(r'/n, p')`` (a user holding 1)."""
+        noise = (2.0 * self.noise_shape / self.n_users, self.noise_ratio, 1)
+        flooding = (self.flooding_shape / self.n_users, self.flooding_ratio, 2)
+        return weighted_negative_binomial_cap([noise, flooding], 1, tail_probability)
+
+    @property
+    def largest_message_effect(self) -> float:
+        """A message ``+-1`` moves the estimate by ``1/(1 - q)``."""
+        return 1.0 / (1.0 - self.drop_probability)
+
     def analyze(self, view: MessageHistogram | MessageBatch) -> np.ndarray:
         """Unbiased estimate ``(#(+1) - #(-1)) / (1 - drop_probability)`` per instance."""
         histogram = self.view(view)
@@ -219,6 +231,15 @@ class ThreeNBBitSum(_SignedCounts):
         Unbiased; variance ``2 r p/(1-p)^2`` whatever the true sum. Expected messages per user
         ``1 + 2 (r/n) p/(1-p) + 2 (r'/n) p'/(1-p')``, where ``1`` is the bit of a user holding 1
         (users holding 0 send one message less): flooding messages are counted.
+
+    Robustness:
+        Honest senders send a random number of messages, so the cap is a tail bound:
+        `per_sender_message_cap` ``c`` with ``P(1 + NB(2r/n, p) + 2 NB(r'/n, p') > c) <=
+        tail_probability`` per user and instance (its cost in delta: `privsum.shuffle.robustness`).
+        ``k`` malicious senders shift an estimate by at most ``k c`` (all sending ``c`` messages
+        ``+1``; `manipulation_bound`), against an honest contribution between 0 and ``k``: the
+        flooding makes ``c`` large (see the threat-model page), so one malicious user outweighs
+        many honest ones.
 
     References:
         Ghazi, Kumar, Manurangsi & Pagh, "Private Counting from Anonymous Messages: Near-Optimal
@@ -411,6 +432,10 @@ class PureBitSum(_SignedCounts):
 
     Utility:
         Unbiased; variance ``(S q(1-q) + 2 r a/(1-a)^2) / (1-q)^2`` (depends on the true sum ``S``).
+
+    Robustness:
+        As `ThreeNBBitSum` (a cap ``c`` from the tail of the noise and flooding counts): ``k``
+        malicious senders shift an estimate by at most ``k c / (1 - q)`` (`manipulation_bound`).
 
     References:
         Ghazi, Kumar & Manurangsi, "Pure-DP Aggregation in the Shuffle Model: Error-Optimal and

@@ -116,6 +116,21 @@ class _FlippedReports(BitSumProtocol):
         )
         return MessageHistogram(np.stack([n_seen - reported, reported], axis=1), self.alphabet)
 
+    def _message_cap(self, tail_probability: float) -> int:
+        """One report per user and instance."""
+        return 1
+
+    @property
+    def largest_message_effect(self) -> float:
+        """A report ``y`` adds ``(y - q)/(1 - 2q)``: at most ``(1 - q)/(1 - 2q)`` in absolute value."""
+        q = self.flip_probability
+        return (1.0 - q) / (1.0 - 2.0 * q)
+
+    def largest_decrease(self, n_malicious: int, *, cap: int | None = None) -> float:
+        """``k q/(1 - 2q)`` per message: reports 0 pull the estimate down less than reports 1 push it up."""
+        q = self.flip_probability
+        return self.manipulation_bound(n_malicious, cap=cap) * q / (1.0 - q)
+
     def analyze(self, view: MessageHistogram | MessageBatch) -> np.ndarray:
         """Unbiased estimate ``(C - m q) / (1 - 2q)`` with ``m`` the reports received per instance."""
         histogram = self.view(view)
@@ -175,6 +190,11 @@ class RRBitSum(_FlippedReports):
         generic (epsilon, delta) pair); with ``composition="guarantee"`` it
         is a `GuaranteeEvent` composing as a generic (epsilon, delta) mechanism (also
         `generic_event`, for comparison).
+
+    Robustness:
+        One report per sender and instance (`per_sender_message_cap` 1). ``k`` malicious senders
+        shift each instance's estimate by at most ``k (1 - q)/(1 - 2q)`` (all reporting 1;
+        `manipulation_bound`), against an honest contribution between 0 and ``k``.
 
     Utility:
         Unbiased; variance ``n q(1-q)/(1-2q)^2`` for every true sum. One 1-bit message per user.
@@ -328,6 +348,11 @@ class LocalRRBitSum(_FlippedReports):
 
     Utility:
         Unbiased; variance ``n q(1-q)/(1-2q)^2``; one 1-bit message per user.
+
+    Robustness:
+        One report per sender and instance (`per_sender_message_cap` 1). ``k`` malicious senders
+        shift each instance's estimate by at most ``k (1 - q)/(1 - 2q)`` (all reporting 1;
+        `manipulation_bound`), against an honest contribution between 0 and ``k``.
 
     References:
         Warner (1965), randomized response.

@@ -46,6 +46,7 @@ __all__ = [
     "data_messages",
     "decode_total",
     "instance_messages",
+    "instance_shift",
     "instance_views",
     "noise_messages",
     "noise_ratio",
@@ -130,6 +131,13 @@ def noise_ratio(protocol: InstanceProtocol) -> float:
 
 def noise_scale(protocol: InstanceProtocol) -> float:
     return protocol.scale if isinstance(protocol, CorrelatedNoiseSum) else 1.0
+
+
+def instance_shift(protocol: InstanceProtocol, n_malicious: int, cap: int) -> float:
+    """How far ``n_malicious`` senders of ``cap`` messages move an instance's estimate (BBGN20: its window)."""
+    if isinstance(protocol, CorrelatedNoiseSum):
+        return float(n_malicious * cap * protocol.largest_message_effect)
+    return protocol.manipulation_bound(n_malicious)
 
 
 def noise_messages(protocol: InstanceProtocol) -> float:

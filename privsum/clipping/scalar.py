@@ -47,6 +47,7 @@ from privsum.clipping.instances import (
     data_messages,
     decode_total,
     instance_messages,
+    instance_shift,
     instance_views,
     noise_messages,
     noise_ratio,
@@ -61,6 +62,7 @@ from privsum.clipping.instances import (
 )
 from privsum.shuffle import EXECUTION_PATHS, MessageBatch, MessageHistogram, ShuffleProtocol
 from privsum.shuffle.noise import discrete_laplace_variance
+from privsum.shuffle.robustness import check_malicious
 from privsum.shuffle.sparse import SparseMessageHistogram
 from privsum.shuffle.streaming import PartialView, is_chunk_stream
 from privsum.sums._common import check_has_users, randomized_round
@@ -161,6 +163,15 @@ class ClippedSum(ShuffleProtocol):
         Each ``S_j`` is unbiased with error ``O(2^j / epsilon)``; with probability ``1 - beta``
         ``tau`` does not overshoot, and the error is ``O(max_i x_i log(log U / beta) / epsilon)``
         (Theorem 5.1 of Dong et al. (CCS 2024)). The output drops (does not clip) values above ``tau``.
+
+    Robustness:
+        A shuffler caps every instance at the largest of the sub-domain instances' caps
+        (`per_sender_message_cap`). ``k`` malicious senders move ``S_j`` by at most ``A_j``
+        (`sub_domain_manipulation_bounds`; a BBGN20 instance: its whole window) and, through the
+        threshold rule, add or drop honest sub-domains. Whenever every honest ``S_j >= -T_j``
+        (probability at least ``1 - beta`` with ``n_users`` honest users, as for the threshold
+        rule), the estimate moves by at most ``A_0 + sum_{j >= 1} (A_j + T_j)``
+        (`manipulation_bound`; reached up to one lattice step per sub-domain).
 
     References:
         Dong, Luo, Fanti, Shi & Yi, "(Almost) instance-optimal clipping for summation problems in
@@ -459,6 +470,31 @@ class ClippedSum(ShuffleProtocol):
             if np.any(bad):
                 raise invalid("view", owner, f"values its instance {j} can send", int(values[bad][0]))
         return messages
+
+    def _message_cap(self, tail_probability: float) -> int:
+        """The largest sub-domain instance's cap (a shuffler caps every instance tag alike)."""
+        return max(p.per_sender_message_cap(tail_probability) for p in self.instances)
+
+    def sub_domain_manipulation_bounds(self, n_malicious: int, *, cap: int | None = None) -> np.ndarray:
+        """``A_j``: the largest shift of ``S_j`` by ``n_malicious`` senders of ``cap`` messages per instance (integer units)."""
+        owner = f"{type(self).__name__}.sub_domain_manipulation_bounds"
+        n_malicious = check_malicious(n_malicious, owner)
+        cap = self._enforced_cap(cap, owner)
+        return np.array([instance_shift(p, n_malicious, cap) for p in self.instances])
+
+    def manipulation_bound(self, n_malicious: int, *, cap: int | None = None) -> float:
+        """``A_0 + sum_{j >= 1} (A_j + T_j)`` (input units), whenever every honest ``S_j >= -T_j``.
+
+        A sub-domain below ``j*`` and ``j*'`` (the clipping index without and with the attack)
+        moves by its ``A_j``; one added by the attack (``j* < j <= j*'``) held an honest
+        ``S_j`` in ``[-T_j, T_j)``; one dropped (``j*' < j <= j*``) an honest ``S_j`` in
+        ``[-T_j, T_j + A_j)``; sub-domain 0 is always kept.
+        """
+        attack = self.sub_domain_manipulation_bounds(n_malicious, cap=cap)
+        if not attack.any():
+            return 0.0
+        unit = 1.0 if self.resolution is None else self.resolution
+        return unit * float(attack[0] + np.sum(attack[1:] + self.thresholds[1:]))
 
     def sub_domain_estimates(self, view: SparseMessageHistogram | MessageBatch | NoisySums) -> np.ndarray:
         """``S_j`` per column and sub-domain, each by its own instance's analyzer: shape ``(k, log2 U + 1)``."""

@@ -39,6 +39,7 @@ from privsum.clipping.instances import (
     data_messages,
     decode_total,
     instance_messages,
+    instance_shift,
     instance_views,
     noise_messages,
     noise_ratio,
@@ -50,6 +51,7 @@ from privsum.clipping.instances import (
     wrap_probability,
 )
 from privsum.shuffle import EXECUTION_PATHS, MessageBatch, MessageHistogram, ShuffleProtocol
+from privsum.shuffle.robustness import check_malicious
 from privsum.shuffle.sparse import SparseMessageHistogram
 from privsum.shuffle.streaming import PartialView, is_chunk_stream
 from privsum.sums._common import check_has_users
@@ -101,6 +103,11 @@ class SparseVectorAggregation(ShuffleProtocol):
     Utility:
         ``l_inf`` error ``O(tau log(d log d / beta) / epsilon)``-type with ``tau`` the sparsity
         level kept, plus the bias of the dropped levels (Theorem 7.1 of Dong et al. (CCS 2024)).
+
+    Robustness:
+        Malicious senders move level counts and coordinate counts and, through the count
+        thresholds, add or drop honest levels: `manipulation_bound` bounds a coordinate's shift
+        whenever the honest noise stays within its tails (probability at least ``1 - 2 beta``).
 
     Examples:
         >>> protocol = SparseVectorAggregation.from_privacy(epsilon=4.0, delta=1e-6, n_users=2_000, dimension=16)
@@ -417,6 +424,29 @@ class SparseVectorAggregation(ShuffleProtocol):
         dense = np.bincount(local * width + values + protocol.levels, weights=counts, minlength=size * width)
         dense = np.delete(dense.reshape(size, width).astype(np.int64), protocol.levels, axis=1)
         return protocol.analyze(MessageHistogram(dense, protocol.alphabet))
+
+    def _message_cap(self, tail_probability: float) -> int:
+        """The largest instance's cap (a shuffler caps every instance tag alike)."""
+        return max(p.per_sender_message_cap(tail_probability) for p in self._instances)
+
+    def manipulation_bound(self, n_malicious: int, *, cap: int | None = None) -> float:
+        """``A_0 + sum_{j >= 1} (A_j + C_j + 3 T_j)`` per coordinate, whenever the honest noise is within its tails.
+
+        ``A_j`` and ``C_j`` bound the attack's shift of level ``j``'s coordinate and count
+        estimates. When every honest count noise is at least ``-T_j`` and every coordinate noise
+        within ``+-T_j`` (probability at least ``1 - 2 beta`` with ``n_users`` honest users, plus
+        BBGN20 wrap-around), a level added by the attack held fewer than ``2 T_j`` users and a
+        level dropped fewer than ``2 T_j + C_j``, so its coordinate estimate lay within ``3 T_j``
+        (``3 T_j + C_j``); level 0 is always kept.
+        """
+        owner = f"{type(self).__name__}.manipulation_bound"
+        n_malicious = check_malicious(n_malicious, owner)
+        cap = self._enforced_cap(cap, owner)
+        if n_malicious == 0:
+            return 0.0
+        coordinates = np.array([instance_shift(p, n_malicious, cap) for p in self.levels])
+        count = instance_shift(self.count, n_malicious, cap)
+        return float(coordinates[0] + np.sum(coordinates[1:] + count + 3.0 * self.thresholds[1:]))
 
     def combine(self, level_counts: np.ndarray, coordinate_counts: np.ndarray) -> tuple[np.ndarray, int]:
         """The per-coordinate estimate and ``j*`` from the noisy level counts ``(L+1,)`` and coordinate counts ``(L+1, d)``."""

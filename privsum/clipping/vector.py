@@ -8,6 +8,7 @@ the sums rotated back.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar
@@ -45,6 +46,7 @@ from privsum.clipping.instances import (
 from privsum.clipping.scalar import ClippedSum
 from privsum.lsq.hadamard import RandomizedHadamard, next_power_of_two
 from privsum.shuffle import EXECUTION_PATHS, MessageBatch, ShuffleProtocol
+from privsum.shuffle.robustness import check_malicious
 from privsum.shuffle.sparse import SparseMessageHistogram
 from privsum.shuffle.streaming import PartialView, is_chunk_stream
 from privsum.sums._common import check_has_users, randomized_round
@@ -94,6 +96,11 @@ class ClippedVectorSum(ShuffleProtocol):
         Per rotated coordinate the 1-D clipped sum error ``O(tau_k log(log U / beta) / epsilon0)``
         with ``tau_k ~ max_i |(Hx_i)_k| = O(max_i ||x_i|| sqrt(log(n d)/d))`` w.h.p.; the rotation
         back preserves the ``l2`` error. Rounding adds ``(R/U) sqrt(n)/2`` per coordinate at most.
+
+    Robustness:
+        Each rotated coordinate is a positive minus a negative `ClippedSum` column:
+        `manipulation_bound` is ``2 sqrt(d') (R/U)`` times one column's bound, for every output
+        coordinate (and for the L2 norm of the shift).
 
     References:
         Dong, Luo, Fanti, Shi & Yi, CCS 2024 (Dong et al. (CCS 2024)), section 6; Ailon & Chazelle 2009 (rotation).
@@ -296,6 +303,22 @@ class ClippedVectorSum(ShuffleProtocol):
 
     def view(self, messages: SparseMessageHistogram | MessageBatch) -> SparseMessageHistogram:  # type: ignore[override]
         return self.coordinate.view(messages)
+
+    def _message_cap(self, tail_probability: float) -> int:
+        """The coordinate clipped sum's cap."""
+        return self.coordinate.per_sender_message_cap(tail_probability)
+
+    def manipulation_bound(self, n_malicious: int, *, cap: int | None = None) -> float:
+        """``2 sqrt(d') (R/U) B`` per output coordinate (also the L2 norm of the shift), ``B`` one column's bound.
+
+        Each rotated coordinate is ``R/U`` times a positive minus a negative column (each moved by
+        at most ``B``, `ClippedSum.manipulation_bound`, when its honest sub-domain estimates are
+        at least ``-T_j``: probability at least ``1 - 2 d' beta``); the inverse rotation has
+        entries ``+-1/sqrt(d')``.
+        """
+        check_malicious(n_malicious, f"{type(self).__name__}.manipulation_bound")
+        column = self.coordinate.manipulation_bound(n_malicious, cap=cap)
+        return 2.0 * math.sqrt(self.padded_dimension) * self.step * column
 
     def analyze(self, view: SparseMessageHistogram | MessageBatch | NoisySums) -> np.ndarray:  # type: ignore[override]
         """The estimated sum of the vectors, shape ``(d,)``."""

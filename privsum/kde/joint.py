@@ -64,6 +64,10 @@ class JointClassKDE(VectorSumReleases):
         Row ``c``'s features estimate ``sum_{u in c} f(x_u)`` as in `VectorSumKDE`; the size
         estimate has standard deviation (protocol noise) divided by ``w``.
 
+    Robustness:
+        Every coefficient and ``w`` times every size move by at most the vector sum's
+        `manipulation_bound` (`privsum.sums.SkellamVectorSum`: its whole decoding window).
+
     Examples:
         >>> from privsum.sums import CentralGaussianVectorSum
         >>> family = IdentityFeatures(dimension=2)

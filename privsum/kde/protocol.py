@@ -116,6 +116,13 @@ class ShuffledKDE(ShuffleProtocol):
         for the LSQ estimate given the draws, and for the exact KDE when ``beta = 0``. Theorem 3.2
         bounds its supRMSE by ``sqrt(4 beta^2 + 16 R^4 S (S + (E/n)^2) / I)`` (`sup_rmse_bound`).
 
+    Robustness:
+        Every instance is a bit sum, with the bit sum's `per_sender_message_cap`. ``k`` malicious
+        senders shift every published coefficient ``F_ij = (2 B_ij - n) R`` by at most ``2 R``
+        times the bit sum's shift, plus ``R k`` downwards when the analyzer counts them among the
+        ``n`` participants (`manipulation_bound`), and the density at a query ``y`` by at most
+        that times ``sum_ij |g_i(y)_j| / (n I)``.
+
     References:
         Wagner, *Learning from End User Data with Shuffled Differential Privacy over Kernel
         Densities* (ICLR 2025), Algorithm 1, Theorems 3.2-3.3.
@@ -338,6 +345,23 @@ class ShuffledKDE(ShuffleProtocol):
             return self.analyze(self.view(self.shuffle(messages, rng=generator)), n_participants=n_seen)
         partial = self._partial(x, generator, path)
         return self.analyze(self.complete_view(partial, rng=generator), n_participants=partial.n_users)
+
+    def _message_cap(self, tail_probability: float) -> int:
+        """The bit sum's cap (every instance is one of its instances)."""
+        return self.bitsum.per_sender_message_cap(tail_probability)
+
+    def manipulation_bound(self, n_malicious: int, *, cap: int | None = None) -> float:
+        """The largest shift of one published coefficient ``F_ij = (2 B_ij - n) R``.
+
+        ``max(2 R up, 2 R down + R k)`` with ``up`` and ``down`` the bit sum's largest increase
+        (`manipulation_bound`) and decrease (`largest_decrease`): the ``R k`` is for an analyzer
+        that counts the ``k`` malicious senders among the ``n`` participants (as a deployment's
+        analyzer does), which pulls every coefficient down.
+        """
+        up = self.bitsum.manipulation_bound(n_malicious, cap=cap)
+        down = self.bitsum.largest_decrease(n_malicious, cap=cap)
+        bound = self.family.bound
+        return max(2.0 * bound * up, 2.0 * bound * down + bound * n_malicious)
 
     def analyze(self, view: MessageHistogram | MessageBatch, *, n_participants: int | None = None) -> KDEFunction:
         """The released KDE function ``F_ij = (2 B_ij - n) R`` from the shuffled messages.

@@ -117,6 +117,20 @@ class VectorSumReleases:
         """The vector sum's message width."""
         return bits_per_message(self.vector_sum)
 
+    def manipulation_bound(self, n_malicious: int, **options: Any) -> float:
+        """The largest shift of one coordinate of the sum by ``n_malicious`` senders: the vector sum's `manipulation_bound`.
+
+        A coefficient of the released function, or (`JointClassKDE`) ``count_weight`` times a
+        class size.
+
+        Raises:
+            NotImplementedError: the vector sum states no manipulation bound.
+        """
+        bound = getattr(self.vector_sum, "manipulation_bound", None)
+        if bound is None:
+            raise NotImplementedError(f"{type(self.vector_sum).__name__} states no manipulation bound")
+        return float(bound(n_malicious, **options))
+
 
 @dataclass(frozen=True, kw_only=True)
 class VectorSumKDE(VectorSumReleases):
@@ -146,6 +160,10 @@ class VectorSumKDE(VectorSumReleases):
         ``E[F] = sum_u f(x_u)`` for an unbiased vector sum; each coefficient has the protocol's
         per-coordinate variance (for the Gaussian kernel also the random-feature error of
         `privsum.lsq.RandomFourierFeatures`).
+
+    Robustness:
+        The coefficients are the vector sum's coordinates: `manipulation_bound` is the vector
+        sum's (for `privsum.sums.SkellamVectorSum`, its whole decoding window: no useful bound).
 
     References:
         Wagner, *Learning from End User Data with Shuffled Differential Privacy over

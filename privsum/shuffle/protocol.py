@@ -16,10 +16,11 @@ from privsum.accounting.events import PrivacyEvent
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
+from privsum.shuffle.robustness import DEFAULT_CAP_TAIL_PROBABILITY, check_malicious, check_tail_probability
 from privsum.shuffle.shuffler import shuffle_messages
 from privsum.shuffle.streaming import PartialView, is_chunk_stream, iter_user_chunks
 
-__all__ = ["EXECUTION_PATHS", "ShuffleProtocol"]
+__all__ = ["DEFAULT_CAP_TAIL_PROBABILITY", "EXECUTION_PATHS", "ShuffleProtocol"]
 
 EXECUTION_PATHS = ("fast", "faithful")
 
@@ -50,6 +51,13 @@ class ShuffleProtocol(abc.ABC):
         Guarantees are on the shuffler's output (the multiset of messages) against an adversary
         who also knows every other user's input; the analyzer is post-processing. The shuffler is
         trusted.
+
+    Robustness:
+        `per_sender_message_cap` is the most messages an honest sender sends per instance (a
+        shuffler refuses uploads over it); `manipulation_bound` is the largest absolute shift of
+        one instance's estimate that ``k`` malicious senders cause with well-formed messages (in
+        the alphabet, within the cap). The default is ``k * cap * largest_message_effect`` for
+        analyzers that add a fixed amount per message (`privsum.shuffle.robustness`).
     """
 
     #: Whether `partial_view` handles one chunk of users (so that streamed runs are memory-bounded).
@@ -133,6 +141,73 @@ class ShuffleProtocol(abc.ABC):
             messages = self.randomize(x, rng=generator)
             return self.analyze(self.view(self.shuffle(messages, rng=generator)))
         return self.analyze(self.sample_view(x, rng=generator))
+
+    # ----------------------------------------------------------------- robustness
+    def per_sender_message_cap(self, tail_probability: float = DEFAULT_CAP_TAIL_PROBABILITY) -> int:
+        """The most messages one honest sender sends in one instance of one run.
+
+        A shuffler refuses an upload holding more messages than this in any instance. Protocols
+        with a fixed message count return it (``tail_probability`` is then unused); protocols
+        with a random count return a ``c`` that an honest user exceeds in one instance with
+        probability at most ``tail_probability`` (the cost of refusing, added to delta, is in
+        `privsum.shuffle.robustness`).
+
+        Args:
+            tail_probability: per user and instance, in ``(0, 1)``.
+
+        Examples:
+            >>> from privsum.bitsum import RRBitSum, ThreeNBBitSum
+            >>> RRBitSum(n_users=1000, flip_probability=0.1, delta=1e-6).per_sender_message_cap()
+            1
+            >>> three_nb = ThreeNBBitSum(n_users=1000, noise_ratio=0.5, flooding_shape=0.0, flooding_ratio=0.0, delta=1e-6)
+            >>> three_nb.per_sender_message_cap(1e-6)  # a user holding 1: 1 + NB(2/1000, 1/2) messages
+            9
+        """
+        tail_probability = check_tail_probability(tail_probability, f"{type(self).__name__}.per_sender_message_cap")
+        return self._message_cap(tail_probability)
+
+    def _message_cap(self, tail_probability: float) -> int:
+        """`per_sender_message_cap` after validation; protocols override it."""
+        raise NotImplementedError(f"{type(self).__name__} states no per-sender message cap")
+
+    @property
+    def largest_message_effect(self) -> float:
+        """The largest absolute change of one instance's estimate when one message is added to its view.
+
+        Defined by protocols whose analyzer adds a fixed amount per message (a linear analyzer);
+        others override `manipulation_bound` instead.
+        """
+        raise NotImplementedError(f"{type(self).__name__}'s analyzer is not linear in its messages")
+
+    def manipulation_bound(self, n_malicious: int, *, cap: int | None = None) -> float:
+        """The largest absolute shift of one instance's estimate that ``n_malicious`` senders can cause.
+
+        The malicious senders send well-formed messages only (values in `alphabet`, at most
+        ``cap`` per instance), chosen with knowledge of everything else; the shift compares the
+        analyzer's output with and without their messages, the honest messages fixed.
+        ``math.inf`` where no finite bound exists. The default, for linear analyzers:
+        ``n_malicious * cap * largest_message_effect``, attained by every malicious sender
+        sending ``cap`` copies of the most effective message.
+
+        Args:
+            n_malicious: the number of malicious senders, at least 0.
+            cap: the messages per sender and instance the shuffler enforces (a deployment's
+                cap); ``None``: `per_sender_message_cap` at its default tail probability.
+
+        Examples:
+            >>> from privsum.bitsum import RRBitSum
+            >>> RRBitSum(n_users=1000, flip_probability=0.1, delta=1e-6).manipulation_bound(5)  # 5 (1 - q)/(1 - 2q)
+            5.625
+        """
+        owner = f"{type(self).__name__}.manipulation_bound"
+        n_malicious = check_malicious(n_malicious, owner)
+        return float(n_malicious * self._enforced_cap(cap, owner) * self.largest_message_effect)
+
+    def _enforced_cap(self, cap: int | None, owner: str) -> int:
+        """``cap`` validated (at least 1), or `per_sender_message_cap` at its default tail probability when ``None``."""
+        if cap is None:
+            return self.per_sender_message_cap()
+        return check_integer(cap, "cap", owner, low=1)
 
     # ----------------------------------------------------------------- participation
     def check_participants(self, n_participants: int) -> None:  # noqa: B027 - a hook, empty by default

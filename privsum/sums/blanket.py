@@ -321,6 +321,12 @@ class BlanketRealSum(ShuffleProtocol):
         ``n ((1-gamma)/(4k^2) + gamma (2k+1)/(6k) - gamma^2/4) / (1-gamma)^2`` -- MSE
         ``O(n^{1/3})``-type at the calibrated ``k``.
 
+    Robustness:
+        One message per sender and instance (`per_sender_message_cap` 1); a message ``y`` adds
+        ``(y/k - gamma/2)/(1 - gamma)``, so ``k`` malicious senders shift an estimate by at most
+        ``k (1 - gamma/2)/(1 - gamma)`` (all sending ``y = k``; `manipulation_bound`), against an
+        honest contribution between 0 and ``k``.
+
     References:
         Balle, Bell, Gascón & Nissim, "The privacy blanket of the shuffle model", CRYPTO 2019.
         Scott, Cormode & Maple, BICOD 2021 (Scott, Cormode & Maple (BICOD 2021)), section 4.5.
@@ -506,6 +512,16 @@ class BlanketRealSum(ShuffleProtocol):
         flat = (np.arange(messages.shape[1]) * width)[None, :] + messages
         counts = np.bincount(flat.ravel(), minlength=messages.shape[1] * width).reshape(messages.shape[1], width)
         return MessageHistogram(counts, self.alphabet)
+
+    def _message_cap(self, tail_probability: float) -> int:
+        """One message per user and instance."""
+        return 1
+
+    @property
+    def largest_message_effect(self) -> float:
+        """``(1 - gamma/2)/(1 - gamma)``: the effect of a message ``k`` (a message ``0`` moves it by ``-gamma/2/(1-gamma)``)."""
+        gamma = self.blanket_probability
+        return (1.0 - gamma / 2.0) / (1.0 - gamma)
 
     def analyze(self, view: MessageHistogram | MessageBatch) -> np.ndarray:
         """Debiased sum per instance: ``(sum(y)/k - gamma n/2) / (1 - gamma)``."""

@@ -23,6 +23,7 @@ from privsum._validation import check_array, check_delta, check_epsilon, check_i
 from privsum.accounting.events import GuaranteeEvent, PrivacyEvent
 from privsum.accounting.gaussian import GaussianEvent, gaussian_epsilon, gaussian_sigma
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
+from privsum.shuffle.robustness import check_malicious
 from privsum.sums.labelled_rows import check_label_parameters, check_labelled_rows
 
 __all__ = ["NORM_RTOL", "CentralGaussianVectorSum", "ExactVectorSum", "check_vectors", "l2_sensitivity", "sum_vectors"]
@@ -90,6 +91,7 @@ class CuratedVectorSum:
     """What the curated vector references share: every user sends its ``d`` coordinates to a curator."""
 
     dimension: int
+    norm_bound: float
     event: PrivacyEvent
 
     def event_for_participants(self, n_participants: int) -> PrivacyEvent:
@@ -105,6 +107,18 @@ class CuratedVectorSum:
     def bits_per_message(self) -> int:
         """Coordinate tag plus a float64 value."""
         return math.ceil(math.log2(self.dimension)) + _VALUE_BITS if self.dimension > 1 else _VALUE_BITS
+
+    def manipulation_bound(self, n_malicious: int, *, cap: int | None = None) -> float:
+        """``k B (1 + NORM_RTOL)``: a malicious user submits any vector the curator's norm check accepts.
+
+        The shift of every coordinate (and its L2 norm) is at most that; ``cap`` is accepted for
+        symmetry with the shuffle protocols (one vector per user).
+        """
+        owner = f"{type(self).__name__}.manipulation_bound"
+        n_malicious = check_malicious(n_malicious, owner)
+        if cap is not None:
+            check_integer(cap, "cap", owner, low=1)
+        return n_malicious * self.norm_bound * (1 + NORM_RTOL)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -35,6 +35,7 @@ from privsum.accounting import GuaranteeEvent, PLDPair, PrivacyGuarantee
 from privsum.shuffle import MessageBatch, MessageHistogram, ShuffleProtocol
 from privsum.shuffle.noise import discrete_laplace_variance, negative_binomial_truncated, sample_negative_binomial
 from privsum.shuffle.protocol import EXECUTION_PATHS
+from privsum.shuffle.robustness import weighted_negative_binomial_cap
 from privsum.shuffle.streaming import PartialView
 from privsum.sums._common import integer_inputs, randomized_round, warn_if_fewer
 
@@ -198,6 +199,14 @@ class CorrelatedNoiseSum(ShuffleProtocol):
     Utility:
         Unbiased; variance ``(Delta/D)^2 (2a/(1-a)^2 + sum_i f_i (1 - f_i))`` with ``f_i`` the
         rounding remainders (`variance`); `error_bound` for a failure probability.
+
+    Robustness:
+        Honest senders send a random number of messages: `per_sender_message_cap` ``c`` is the
+        ``tail_probability`` quantile of one user's count per instance (its data message and
+        every noise kind, computed exactly; its cost in delta: `privsum.shuffle.robustness`).
+        Each message is worth at most ``D (Delta/D) = Delta``, so ``k`` malicious senders shift
+        an estimate by at most ``k c Delta`` (all sending ``c`` messages ``D``;
+        `manipulation_bound`), against an honest contribution between 0 and ``k Delta``.
 
     References:
         Ghazi, Kumar, Manurangsi, Pagh & Sinha, "Differentially private aggregation in the shuffle
@@ -441,6 +450,16 @@ class CorrelatedNoiseSum(ShuffleProtocol):
                 counts[:, value + self.levels] += kind_counts
         counts = np.delete(counts, self.levels, axis=1)
         return MessageHistogram(counts, self.alphabet)
+
+    def _message_cap(self, tail_probability: float) -> int:
+        """The quantile of ``1 + sum over kinds of (messages per kind) NB(shape/n, ratio)`` (a non-zero value)."""
+        kinds = [(shape / self.n_users, ratio, len(values)) for shape, ratio, values in self._kinds]
+        return weighted_negative_binomial_cap(kinds, 1, tail_probability)
+
+    @property
+    def largest_message_effect(self) -> float:
+        """A message ``+-D`` moves the estimate by ``Delta``."""
+        return float(self.domain)
 
     def analyze(self, view: MessageHistogram | MessageBatch) -> np.ndarray:
         """Sum of all message values per instance, times ``Delta / D``."""

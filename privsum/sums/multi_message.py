@@ -27,6 +27,7 @@ from privsum.shuffle.noise import (
     sample_negative_binomial,
 )
 from privsum.shuffle.protocol import EXECUTION_PATHS
+from privsum.shuffle.robustness import check_malicious
 from privsum.shuffle.streaming import PartialView
 from privsum.sums._common import integer_inputs, warn_if_fewer
 from privsum.sums.split_and_mix import MAX_CHI_SQUARE_USERS, share_distance_bound
@@ -117,6 +118,17 @@ class MultiMessageSum(ShuffleProtocol):
 
     Utility:
         Unbiased (absent wrap-around); variance ``2a/(1-a)^2``, the central discrete Laplace's.
+
+    Robustness:
+        ``m`` shares per sender and instance (`per_sender_message_cap`). **No useful bound**: the
+        analyzer sums residues modulo ``q``, so one malicious sender's shares can make the sum any
+        residue, and the estimate any integer of the analyzer's window of width ``q`` around ``n
+        Delta / 2`` (``q > n Delta``: wider than every possible true sum). `manipulation_bound` is
+        that window's width ``q - 1`` for any ``k >= 1``. Bounding it needs each sender to prove
+        its shares encode a value in ``{0..Delta}`` (the validity proofs of Prio:
+        Corrigan-Gibbs & Boneh, "Prio: Private, Robust, and Scalable Computation of Aggregate
+        Statistics", NSDI 2017), which would bound the shift by ``k Delta`` plus the range
+        the proof allows each sender's noise share (unbounded as drawn here).
 
     References:
         Balle, Bell, Gascón & Nissim, "Private summation in the multi-message shuffle model", CCS 2020;
@@ -319,6 +331,17 @@ class MultiMessageSum(ShuffleProtocol):
             else:
                 histogram = self.sample_view(chunk, rng=generator)
         return PartialView(histogram, histogram.total_messages // (histogram.n_instances * self.n_shares))
+
+    def _message_cap(self, tail_probability: float) -> int:
+        """``m`` shares per user and instance."""
+        return self.n_shares
+
+    def manipulation_bound(self, n_malicious: int, *, cap: int | None = None) -> float:
+        """``q - 1`` for ``n_malicious >= 1``: one sender sets the residue, so the estimate, anywhere in the window."""
+        owner = f"{type(self).__name__}.manipulation_bound"
+        n_malicious = check_malicious(n_malicious, owner)
+        self._enforced_cap(cap, owner)  # any cap: one share suffices
+        return float(self.modulus - 1) if n_malicious else 0.0
 
     def analyze(self, view: MessageHistogram | MessageBatch) -> np.ndarray:
         """The noisy sum per instance: the residue of all shares modulo ``q`` nearest ``n Delta / 2``."""

@@ -35,6 +35,7 @@ from privsum.accounting import Neighbouring, PrivacyGuarantee, calibrate
 from privsum.accounting.skellam import RDP_ORDERS, SkellamEvent, rdp_delta
 from privsum.shuffle import MessageBatch, MessageHistogram, ShuffleProtocol
 from privsum.shuffle.protocol import EXECUTION_PATHS
+from privsum.shuffle.robustness import check_malicious
 from privsum.shuffle.sparse import SparseMessageHistogram
 from privsum.shuffle.streaming import PartialView, is_chunk_stream
 from privsum.sums._common import warn_if_fewer
@@ -209,6 +210,16 @@ class SkellamVectorSum(ShuffleProtocol):
         uploads ``d m`` shares of ``ceil(log2 q)`` bits (`bits_per_user`). Floating point: scaling and the
         norm check are in double precision (norms up to ``c (1 + 1e-9)`` are accepted and the
         bounds use that radius); the noise and the shares are exact integers.
+
+    Robustness:
+        ``m`` shares per sender and coordinate (`per_sender_message_cap`). **No useful bound**:
+        the shares are summed modulo ``q``, so one malicious sender can make any coordinate's
+        residue anything and its estimate any value of the decoding window, ``q - 1`` steps of
+        ``1/gamma`` wide, whatever its norm bound (`manipulation_bound`: ``(q - 1)/gamma`` for
+        ``k >= 1``). Bounding it needs a proof that each sender's shares encode a vector of norm
+        at most ``Delta_2`` (validity proofs as in Prio: Corrigan-Gibbs & Boneh, "Prio: Private, Robust, and
+        Scalable Computation of Aggregate Statistics", NSDI 2017), which would bound the shift
+        by ``k Delta_2 / gamma`` in L2 plus the range the proof allows each sender's noise share.
 
     References:
         Agarwal, Kairouz & Liu, "The Skellam Mechanism for Differentially Private Federated
@@ -661,6 +672,17 @@ class SkellamVectorSum(ShuffleProtocol):
         shares = self._shares(x, as_generator(rng, type(self).__name__), check=False)
         coordinates = np.broadcast_to(np.arange(self.dimension)[None, :, None], shares.shape)
         return MessageBatch(coordinates.ravel(), shares.ravel(), n_instances=self.dimension)
+
+    def _message_cap(self, tail_probability: float) -> int:
+        """``m`` shares per user and coordinate."""
+        return self.n_shares
+
+    def manipulation_bound(self, n_malicious: int, *, cap: int | None = None) -> float:
+        """``(q - 1)/gamma`` per coordinate for ``n_malicious >= 1`` (the whole decoding window; 0 for none)."""
+        owner = f"{type(self).__name__}.manipulation_bound"
+        n_malicious = check_malicious(n_malicious, owner)
+        self._enforced_cap(cap, owner)  # any cap: one share suffices
+        return (self.modulus - 1) / self.scale if n_malicious else 0.0
 
     def analyze(self, view: SparseMessageHistogram | MessageBatch | MessageHistogram) -> np.ndarray:  # type: ignore[override]
         """The estimate of ``sum_i x_i``: each coordinate's shares summed modulo ``q``, centred, divided by ``gamma``."""

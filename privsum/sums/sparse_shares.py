@@ -71,6 +71,10 @@ class SparseMultiMessageSum(MultiMessageSum):
         Unbiased (absent wrap-around, probability below ``wrap_probability``); variance
         ``2a/(1-a)^2``.
 
+    Robustness:
+        As `MultiMessageSum`: one malicious sender sets the estimate anywhere in the analyzer's
+        window (`manipulation_bound` ``q - 1``); only validity proofs would bound it.
+
     References:
         Balle, Bell, Gascón & Nissim, "Private summation in the multi-message shuffle model", CCS 2020.
 

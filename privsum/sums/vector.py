@@ -15,6 +15,7 @@ from privsum._validation import check_array, check_choice, check_delta, check_ep
 from privsum.accounting import GuaranteeEvent, PrivacyEvent, PrivacyGuarantee, PrivacyProfile, ProfileEvent
 from privsum.shuffle import MessageBatch, MessageHistogram, ShuffleProtocol
 from privsum.shuffle.protocol import EXECUTION_PATHS
+from privsum.shuffle.robustness import check_malicious
 from privsum.shuffle.streaming import PartialView
 from privsum.sums._common import randomized_round, warn_if_fewer
 from privsum.sums.blanket import (
@@ -96,6 +97,18 @@ class ShuffledVectorSum(ShuffleProtocol):
         Maple's Theorem 4.6 bound on the error of
         the debiased *sampled* sums, normalised by ``(n/d)^2``: ``O(d^{8/3} t n^{-5/3})`` at the
         best ``k``.
+
+    Robustness:
+        A shuffler should accept at most one message per coordinate and ``t`` in all from each
+        sender (`per_sender_message_cap` is the per-coordinate 1). A message adds ``u = (y/k -
+        gamma/2)/(1 - gamma)`` to its coordinate's ``DeBias``, between ``-gamma/2/(1-gamma)`` and
+        ``(1 - gamma/2)/(1 - gamma)``. With ``estimator="sampling_rate"`` ``k`` malicious senders
+        shift a coordinate by at most ``(d/t) k (1 - gamma/2)/(1 - gamma)`` (tight; symmetric
+        inputs: see `manipulation_bound`). With ``"report_count"`` the shift depends on how many
+        honest reports the coordinate received (``n/c_j`` amplifies each attacker): in the worst
+        case (a coordinate no honest user reported) a few attackers move it across the whole
+        range, so `manipulation_bound` is of order ``n`` -- prefer ``"sampling_rate"`` where
+        senders may be malicious.
 
     References:
         Scott, Cormode & Maple, "Applying the shuffle model of differential privacy to vector
@@ -398,6 +411,37 @@ class ShuffledVectorSum(ShuffleProtocol):
         width = self.precision + 1
         counts = np.bincount((coordinates * width + reports).ravel(), minlength=self.dimension * width)
         return MessageHistogram(counts.reshape(self.dimension, width), self.alphabet)
+
+    def _message_cap(self, tail_probability: float) -> int:
+        """One message per user and coordinate (and ``t`` in all)."""
+        return 1
+
+    def manipulation_bound(self, n_malicious: int, *, cap: int | None = None) -> float:
+        """The largest shift of one coordinate's estimate by ``n_malicious`` senders of at most ``t`` messages each.
+
+        With ``c = min(cap, t)`` messages per sender on one coordinate (``cap`` 1 by default):
+        ``"sampling_rate"``: ``(d/t) k c u_max`` (each attacker reports ``k`` on the coordinate);
+        symmetric inputs, mapped back by ``2 e - n`` with ``n`` read from the messages:
+        ``max(2 (d/t) k c u_max - k c/t, 2 (d/t) k c |u_min| + k)``. ``"report_count"``: with ``n_users``
+        honest senders the estimate lies in ``[N u_min, N u_max]`` for ``N`` users in the view
+        (symmetric: ``[N (2 u_min - 1), N (2 u_max - 1)]``) and attackers add at most ``k``
+        users, so the shift is at most the largest distance between those ranges at ``N = n``
+        and ``N = n + k`` (a bound of order ``n``, not tight).
+        """
+        owner = f"{type(self).__name__}.manipulation_bound"
+        n_malicious = check_malicious(n_malicious, owner)
+        per_coordinate = n_malicious * min(self._enforced_cap(cap, owner), self.samples)
+        gamma = self.blanket_probability
+        most, least = (1.0 - gamma / 2.0) / (1.0 - gamma), -gamma / 2.0 / (1.0 - gamma)
+        if self.estimator == "sampling_rate":
+            scale = self.dimension / self.samples
+            if not self.symmetric:
+                return scale * per_coordinate * most
+            upward = 2.0 * scale * per_coordinate * most - per_coordinate / self.samples
+            return max(upward, 2.0 * scale * per_coordinate * -least + n_malicious)
+        high, low = (2.0 * most - 1.0, 2.0 * least - 1.0) if self.symmetric else (most, least)
+        honest, attacked = self.n_users, self.n_users + n_malicious
+        return max(attacked * high - honest * low, honest * high - attacked * low) if n_malicious else 0.0
 
     def debiased_sampled_sums(self, view: MessageHistogram | MessageBatch) -> np.ndarray:
         """Scott, Cormode & Maple's ``DeBias`` per coordinate: unbiased for the sum of the reported values."""

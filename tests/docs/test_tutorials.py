@@ -21,6 +21,7 @@ DOCS = ROOT / "docs"
 TUTORIALS = ("bitsums", "sums", "clipped", "sketches", "kde", "classifier", "accountant")
 EXECUTED_PAGES = [DOCS / "tutorials" / f"{name}.md" for name in TUTORIALS]
 EXECUTED_PAGES += [DOCS / "extending.md", DOCS / "getting-started.md", DOCS / "data.md", DOCS / "conventions.md"]
+EXECUTED_PAGES += [DOCS / "threat-model.md"]
 EXECUTED_PAGES += [ROOT / "README.md"]  # its quickstart
 PAGES_SHOWING_OUTPUT = [page for page in EXECUTED_PAGES if page.stem != "data"]
 

@@ -68,6 +68,10 @@ PROFILE = PrivacyProfile([0.5, 0.5], [0.25, 0.75])
 #: Methods fuzzed with arbitrary arguments wherever an instance has them.
 ENTRY_POINTS = (
     "run",
+    "manipulation_bound",
+    "manipulation_bounds",
+    "per_sender_message_cap",
+    "largest_decrease",
     "randomize",
     "analyze",
     "sample_view",

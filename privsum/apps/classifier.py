@@ -31,7 +31,8 @@ from privsum.accounting.guarantee import PrivacyGuarantee, ThreatModel
 from privsum.apps._estimator import ClassifierBase, DataConversionWarning, NotFittedError
 from privsum.apps.labels import label_event, randomize_labels
 from privsum.bitsum import PROTOCOLS as BIT_SUM_PROTOCOLS
-from privsum.exceptions import PrivacyLeakWarning
+from privsum.exceptions import KernelScaleWarning, PrivacyLeakWarning
+from privsum.kde._scale import warn_if_degenerate_scale
 from privsum.kde.function import KDEFunction
 from privsum.kde.joint import JointClassKDE
 from privsum.kde.protocol import ShuffledKDE, calibration_option_names
@@ -193,7 +194,18 @@ class ShuffledKDEClassifier(ClassifierBase):
     # ----- fitting --------------------------------------------------------------------------
 
     def fit(self, X: Any, y: Any) -> ShuffledKDEClassifier:
-        """Run the private training protocol on users' points ``X`` and labels ``y``."""
+        """Run the private training protocol on users' points ``X`` and labels ``y``.
+
+        With the Gaussian kernel, a `KernelScaleWarning` says when the points' scale makes the
+        kernel degenerate for ``bandwidth`` (typical distances far beyond or far below it: the
+        model would predict at chance), with the measured distances and the fix (normalise the
+        points, e.g. scikit-learn's ``Normalizer`` in a ``Pipeline``, or set ``bandwidth``). The
+        check looks at an evenly spaced sample of at most 256 rows of ``X``; it is a local
+        diagnostic for the data owner running ``fit``, not differentially private: its message
+        states statistics of the data, so do not publish it. In a deployment, where no party
+        holds every user's point, run the same check on public or synthetic data of the same
+        kind before collection.
+        """
         owner = type(self).__name__
         points = _check_points(X, owner)
         labels = _check_labels(y, points.shape[0], owner)
@@ -207,14 +219,17 @@ class ShuffledKDEClassifier(ClassifierBase):
         self.family_ = self._build_family(points.shape[1], int(rng.integers(2**62)))
         with refusals_as(owner, {"x": "X", "points": "X"}):  # e.g. a point above the family's norm bound
             self.family_.check_points(points, "X")
-        if self.label_privacy == "joint":
-            with refusals_as(owner, {"x": "X"}):
-                self.densities_ = self._fit_joint(points, encoded, rng)
-        else:
-            reported = randomize_labels(encoded, len(self.classes_), self.label_epsilon_, rng)
-            self.class_counts_ = np.bincount(reported, minlength=len(self.classes_))
-            with refusals_as(owner, {"x": "X"}):
-                self.densities_ = self._fit_classes(points, reported, rng)
+        warn_if_degenerate_scale(self.family_, points, owner)  # once here, not again for each class below
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", KernelScaleWarning)
+            if self.label_privacy == "joint":
+                with refusals_as(owner, {"x": "X"}):
+                    self.densities_ = self._fit_joint(points, encoded, rng)
+            else:
+                reported = randomize_labels(encoded, len(self.classes_), self.label_epsilon_, rng)
+                self.class_counts_ = np.bincount(reported, minlength=len(self.classes_))
+                with refusals_as(owner, {"x": "X"}):
+                    self.densities_ = self._fit_classes(points, reported, rng)
         self.accountant_ = self._account()
         return self
 
@@ -228,7 +243,10 @@ class ShuffledKDEClassifier(ClassifierBase):
         check_choice(self.label_privacy, "label_privacy", owner, LABEL_PRIVACY)
         if self.label_privacy == "joint" and self.protocol not in VECTOR_PROTOCOLS:
             raise invalid(
-                "label_privacy", owner, f"'round' or 'clear' unless protocol is a vector sum {VECTOR_PROTOCOLS}", self.label_privacy
+                "label_privacy",
+                owner,
+                f"'round' or 'clear' unless protocol is a vector sum {VECTOR_PROTOCOLS}",
+                self.label_privacy,
             )
         if self.n_repetitions is not None:
             check_integer(self.n_repetitions, "n_repetitions", owner, low=1)
@@ -392,7 +410,9 @@ class ShuffledKDEClassifier(ClassifierBase):
             event = joint.vector_sum.event_for_participants(self.n_training_users_)
             accountant.compose(event, label=f"joint vector sum over classes ({self.protocol}, {self.kernel})")
             return accountant
-        label_round = "labels in the clear" if self.label_privacy == "clear" else f"label round (m-ary RR, eps={self.label_epsilon_:g})"
+        label_round = f"label round (m-ary RR, eps={self.label_epsilon_:g})"
+        if self.label_privacy == "clear":
+            label_round = "labels in the clear"
         accountant.compose(label_event(self.label_epsilon_, len(self.classes_)), label=label_round)
         if self.protocol in VECTOR_PROTOCOLS:
             events = [

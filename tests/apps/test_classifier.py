@@ -155,7 +155,13 @@ def test_wordnet_decoded_lists_share_few_words():
     rows = np.sort(np.concatenate([rng.permutation(np.flatnonzero(train.labels == c))[:3000] for c in np.unique(train.labels)]))
     names = np.asarray(train.class_names)
     model = ShuffledKDEClassifier(
-        classes=train.class_names, protocol="3nb", epsilon=7.0, delta=1e-6, label_budget_fraction=4 / 7, n_repetitions=384, random_state=0
+        classes=train.class_names,
+        protocol="3nb",
+        epsilon=7.0,
+        delta=1e-6,
+        label_budget_fraction=4 / 7,
+        n_repetitions=384,
+        random_state=0,
     ).fit(train.embeddings[rows], names[train.labels[rows]])
     words, vectors = load_vocabulary()
     lists = {score: decode_classes(model, words, vectors, top_k=8, score=score) for score in ("log_ratio", "density")}

@@ -117,7 +117,13 @@ def test_exact_vector_classifier_is_the_nearest_centroid(wordnet) -> None:
 def test_reported_guarantee_is_the_label_round_composed_with_the_parallel_class_sums() -> None:
     X, y = two_blobs()
     model = ShuffledKDEClassifier(
-        classes=["a", "b"], kernel="ip", protocol="central-gaussian", epsilon=3.0, delta=1e-6, label_budget_fraction=2 / 3, random_state=0
+        classes=["a", "b"],
+        kernel="ip",
+        protocol="central-gaussian",
+        epsilon=3.0,
+        delta=1e-6,
+        label_budget_fraction=2 / 3,
+        random_state=0,
     )
     model.fit(X, y)
     sigma = gaussian_sigma(1.0, 1e-6, sensitivity=2 * feature_norm_bound(IdentityFeatures(dimension=2)) * (1 + NORM_RTOL))

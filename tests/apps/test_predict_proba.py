@@ -33,7 +33,9 @@ def test_helper_clips_normalises_and_falls_back_to_a_shift():
 
 @pytest.mark.parametrize("protocol", ["exact", "rr", "3nb"])
 def test_probabilities_are_a_distribution_consistent_with_predict(protocol):
-    model = ShuffledKDEClassifier(classes=["a", "b", "c"], protocol=protocol, epsilon=6.0, label_budget_fraction=2 / 3, random_state=1)
+    model = ShuffledKDEClassifier(
+        classes=["a", "b", "c"], protocol=protocol, epsilon=6.0, label_budget_fraction=2 / 3, random_state=1
+    )
     model.fit(X, Y)
     probabilities = model.predict_proba(QUERIES)
     assert probabilities.shape == (len(QUERIES), 3)

@@ -6,7 +6,6 @@ warns with `PrivacyLeakWarning`; that warning is the point of the parameter and 
 
 from __future__ import annotations
 
-import math
 import warnings
 
 import numpy as np

@@ -402,14 +402,14 @@ FIGURE_PANELS = (
 )
 
 
-def _write_figure(results: list[Result], stem: Path) -> bool:
+def _write_figure(results: list[Result], stem: Path) -> list[str] | None:
     """Accuracy versus total epsilon (SVG and PNG): one panel per kernel and kind of sum, one legend entry per row.
 
-    False without matplotlib.
+    Returns the legend's entries; ``None`` without matplotlib.
     """
     pyplot = pyplot_or_none()
     if pyplot is None:
-        return False
+        return None
     panels = [(title, kernel, rows) for title, kernel, rows in FIGURE_PANELS if any(r.kernel == kernel for r in results)]
     epsilons = summary_epsilons(results)
     figure, axes = pyplot.subplots(1, len(panels), figsize=(4.6 * len(panels) + 2.6, 4.2), sharey=True, squeeze=False)
@@ -432,7 +432,7 @@ def _write_figure(results: list[Result], stem: Path) -> bool:
     for suffix in (".svg", ".png"):
         figure.savefig(stem.with_suffix(suffix), bbox_inches="tight", dpi=150)
     pyplot.close(figure)
-    return True
+    return list(handles)
 
 
 def _plot_row(axis, runs: list[Result], name: str, handles: dict[str, object]) -> None:
@@ -492,7 +492,7 @@ def run(arguments: argparse.Namespace) -> int:
     arguments.output.mkdir(parents=True, exist_ok=True)
     _write_csv(results, arguments.output / CSV_NAME)
     stem = arguments.output / FIGURE_NAME
-    drawn = _write_figure(results, stem)
+    drawn = _write_figure(results, stem) is not None
     wall = time.perf_counter() - start
     peak = peak_memory_mib()
     record = {

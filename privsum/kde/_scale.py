@@ -102,7 +102,7 @@ def warn_if_degenerate_scale(family: LSQFamily, points: Any, owner: str, *, stac
     else:
         return
     measured = (
-        f"median distances between points {scale.pairwise:.3g} (to the nearest sampled neighbour {scale.nearest:.3g}; "
+        f"median distance between points {scale.pairwise:.3g} (to the nearest sampled neighbour {scale.nearest:.3g}; "
         f"median row norm {scale.norm:.3g}; {scale.sample} points sampled) against the Gaussian kernel's bandwidth "
         f"{bandwidth:g}"
     )

@@ -41,7 +41,7 @@ def test_one_install_command_installs_what_the_tutorials_import():
     lines = {
         match.strip()
         for page in pages
-        for match in re.findall(r"python3? -m pip install [^#\n`]*", page.read_text(encoding="utf-8"))
+        for match in re.findall(r"python3? -m pip install [^#&\n`]*", page.read_text(encoding="utf-8"))
         if "[test" in match or "[plot" in match or "[examples" in match
     }
     assert lines == {'python3 -m pip install -e ".[test]"'}

@@ -236,11 +236,9 @@ def block_words(run: Run) -> str:
 
 
 def block_benchmark_row(run: Run) -> str:
-    wall = run.record["wall_seconds"]
-    verdict = "**met**" if wall <= 60 else "**not met**"
     return (
         "| target | command | measured | target |\n|---|---|---|---|\n"
-        f"| the main job | `python -m privsum demo` (its `run.json`) | {measurement(run)} | ≤ 60 s {verdict} |\n"
+        f"| the main job | `python -m privsum demo` (its `run.json`) | {measurement(run)} | ≤ 60 s on an idle 2-core machine |\n"
     )
 
 

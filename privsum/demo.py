@@ -275,7 +275,7 @@ def _write_csv(results: list[Result], path: Path) -> None:
                     f"{r.kde_epsilon:.6g}",
                     f"{r.total_epsilon:.6g}",
                     f"{r.total_delta:.6g}",
-                    f"{r.accuracy:.4f}",
+                    repr(r.accuracy),  # exact: the README rounds it as the demo prints it
                     f"{r.messages_per_user:.6g}",
                     f"{r.seconds:.1f}",
                     r.guarantee,
@@ -284,7 +284,7 @@ def _write_csv(results: list[Result], path: Path) -> None:
 
 
 def read_csv(path: Path) -> list[Result]:
-    """The results a demo run wrote with its CSV (accuracy as written, to 4 decimals)."""
+    """The results a demo run wrote with its CSV."""
     with Path(path).open(newline="") as handle:
         rows = list(csv.DictReader(handle))
     return [
@@ -376,19 +376,20 @@ def summary_table(results: list[Result], kernel: str) -> str:
 
 # ----- figure ---------------------------------------------------------------------------------
 
-#: name -> (colour, marker, line style) of each row in the figure
+#: name -> (colour, marker, line style, marker size, hollow marker) of each row in the figure; rows
+#: whose values coincide (the vector sums and their central baseline) differ in marker shape and size.
 FIGURE_STYLES = {
-    "rr": ("#d62728", "o", "-"),
-    SEED_ACCOUNTING_LABEL: ("#ff9896", "v", ":"),
-    "3nb": ("#1f77b4", "s", "-"),
-    "pure": ("#2ca02c", "^", "-"),
-    "central-gaussian": ("#9467bd", "D", "--"),
-    "exact": ("#444444", None, (0, (5, 2))),
-    EXACT_CENTROID_LABEL: ("#888888", None, (0, (1, 1))),
-    "vector": ("#ff7f0e", "o", "-"),
-    "vector+label-round": ("#bcbd22", "s", "-."),
-    "vector-joint": ("#17becf", "*", "none"),
-    "central-gaussian-clear": ("#c5b0d5", "P", "-"),
+    "rr": ("#d62728", "o", "-", 6, False),
+    SEED_ACCOUNTING_LABEL: ("#ff9896", "v", ":", 8, True),
+    "3nb": ("#1f77b4", "s", "-", 6, False),
+    "pure": ("#2ca02c", "^", "-", 7, False),
+    "central-gaussian": ("#9467bd", "D", "--", 8, True),
+    "exact": ("#444444", None, (0, (5, 2)), 0, False),
+    EXACT_CENTROID_LABEL: ("#888888", None, (0, (1, 1)), 0, False),
+    "vector": ("#ff7f0e", "o", "-", 5, False),
+    "vector+label-round": ("#bcbd22", "s", "-.", 7, False),
+    "vector-joint": ("#17becf", "*", "none", 16, False),
+    "central-gaussian-clear": ("#9467bd", "P", "--", 11, True),
 }
 #: (panel title, kernel, rows); the bit sums and the vector sums have their own panels
 FIGURE_PANELS = (
@@ -412,7 +413,7 @@ def _write_figure(results: list[Result], stem: Path) -> list[str] | None:
         return None
     panels = [(title, kernel, rows) for title, kernel, rows in FIGURE_PANELS if any(r.kernel == kernel for r in results)]
     epsilons = summary_epsilons(results)
-    figure, axes = pyplot.subplots(1, len(panels), figsize=(4.6 * len(panels) + 2.6, 4.2), sharey=True, squeeze=False)
+    figure, axes = pyplot.subplots(1, len(panels), figsize=(4.6 * len(panels) + 2.6, 4.6), sharey=True, squeeze=False)
     handles: dict[str, object] = {}
     for axis, (title, kernel, names) in zip(axes[0], panels, strict=True):
         for name in names:
@@ -439,14 +440,25 @@ def _plot_row(axis, runs: list[Result], name: str, handles: dict[str, object]) -
     """One row's line (a horizontal reference for a non-private row); its legend entry is recorded once."""
     if not runs:
         return
-    colour, marker, style = FIGURE_STYLES[name]
+    colour, marker, style, size, hollow = FIGURE_STYLES[name]
     label = f"{name} ({LABEL_TREATMENTS[runs[0].labels]})"
     if all(math.isinf(r.epsilon) for r in runs):
-        line = axis.axhline(runs[0].accuracy, color=colour, linestyle=style, linewidth=1.4)
+        line = axis.axhline(runs[0].accuracy, color=colour, linestyle=style, linewidth=1.4, zorder=1)
     else:
         points = sorted((r.epsilon, r.accuracy) for r in runs)
         epsilons, accuracies = zip(*points, strict=True)
-        (line,) = axis.plot(epsilons, accuracies, marker=marker, markersize=6, color=colour, linestyle=style, linewidth=1.8)
+        (line,) = axis.plot(
+            epsilons,
+            accuracies,
+            marker=marker,
+            markersize=size,
+            markerfacecolor="none" if hollow else colour,
+            markeredgewidth=1.6 if hollow else 1.0,
+            color=colour,
+            linestyle=style,
+            linewidth=1.8,
+            zorder=3 if size > 10 and not hollow else 2,
+        )
     handles.setdefault(label, line)
 
 

@@ -177,10 +177,11 @@ def block_claims(run: Run) -> str:
     """Every sentence of the README that quotes the run, computed."""
     first, m = run.epsilons[0], run.record["settings"]["classes"]
     keeps = ", ".join(f"{keep_probability(_share(run) * e, m):.2f} at ε = {_e(e)}" for e in run.epsilons)
+    with_round = [r.accuracy for r in run.results if r.labels == "round" and r.epsilon == first]
     sentences = [
         f"The label round is the price of label privacy with {m} classes: at {_share(run):g} of the total ε it reports a "
-        f"user's true label with probability {keeps} (1/{m} = {1 / m:.3f} would be a random label), so every row with a "
-        "label round stays close to chance at small ε."
+        f"user's true label with probability {keeps} (1/{m} = {1 / m:.3f} would be a random label); at ε = {_e(first)} "
+        f"the rows with a label round reach {_a(min(with_round))} to {_a(max(with_round))}."
     ]
     g = "gaussian"
     if all(run.has(n, g) for n in ("rr", "3nb", "central-gaussian")):

@@ -66,8 +66,9 @@ def warn_if_degenerate_scale(family: LSQFamily, points: Any, owner: str, *, stac
     of at most `SAMPLE_SIZE` rows, in the space the kernel sees (after the family's projection,
     if any), it warns when even the nearest sampled neighbours are typically more than
     `FAR_ABOVE` bandwidths apart, or when typical pairs are less than `FAR_BELOW` bandwidths
-    apart. (The nearest-neighbour distance within a sample overstates the full data's, so a
-    large data set close to the upper threshold may warn needlessly.)
+    apart (not when most sampled points coincide). The nearest-neighbour distance within a
+    sample overstates the full data's, so a large data set close to the upper threshold may
+    warn needlessly.
 
     Privacy:
         A local diagnostic for whoever holds the points passed in (in privsum's simulation, the
@@ -84,6 +85,8 @@ def warn_if_degenerate_scale(family: LSQFamily, points: Any, owner: str, *, stac
         return
     scale = measure_scale(np.asarray(apply_projection(family.projection, points), dtype=float))
     bandwidth = family.bandwidth
+    if scale.pairwise == 0.0:  # most sampled points coincide: no scale to compare
+        return
     if scale.pairwise / bandwidth < FAR_BELOW:
         kernel = math.exp(-((scale.pairwise / bandwidth) ** 2))
         effect = (

@@ -134,7 +134,8 @@ def block_setting(run: Run) -> str:
         "rest on the KDE; the joint sum protects point and label with one ε; rows with public labels spend all of ε "
         "on the points (their model guarantee is infinite, since the labels are public). It prints every run's "
         "guarantee and these tables, and writes `privsum-demo-output/accuracy_vs_epsilon.csv`, `.svg`, `.png` and "
-        f"`run.json`. This run: {measurement(run)}.\n"
+        f"`run.json`. This run: {measurement(run)}; CI accepts a wall time within a factor of {WALL_TIME_FACTOR:g} and a "
+        f"peak memory within {MEMORY_TOLERANCE:.0%} of these, and every other number exactly.\n"
     )
 
 

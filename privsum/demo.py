@@ -42,7 +42,7 @@ from privsum.datasets import load_vocabulary, load_wordnet_glosses
 
 __all__ = ["COMMAND_HELP", "add_arguments", "main", "run", "run_demo"]
 
-COMMAND_HELP = "the main job: the shuffled-DP KDE classifier on the bundled WordNet glosses (about a minute)"
+COMMAND_HELP = "the main job: the shuffled-DP KDE classifier on the bundled WordNet glosses (README: The main job)"
 PRIVATE_PROTOCOLS = ("rr", "3nb", "pure")
 SEED_ACCOUNTING_LABEL = "rr-seed"  # RR calibrated by Wagner's Theorem 3.2 instead of the tight (PLD) accounting
 EXACT_CENTROID_LABEL = "exact-centroid"  # the non-private nearest-centroid classifier (exact feature sums)

@@ -1,6 +1,5 @@
 """The calibration cache: identical results for identical parameters, distinct keys otherwise."""
 
-import math
 
 import numpy as np
 import pytest

@@ -109,7 +109,7 @@ class ShuffledKDEClassifier(ClassifierBase):
             (``label_privacy="round"`` only): the label round is ``label_budget_fraction *
             epsilon``-DP and each class's KDE gets the rest, ``(1 - label_budget_fraction) *
             epsilon``. m-ary randomized response over many classes needs a large share to keep
-            labels useful (with 15 classes and a label epsilon of 1, 84% of labels are replaced).
+            labels useful (`privsum.apps.keep_probability` gives the chance a label is kept).
             The fitted ``label_epsilon_`` and ``kde_epsilon_`` hold the split.
         label_privacy: ``"round"`` (the label round above, then one KDE per reported class),
             ``"joint"`` (vector sums only: one sum over all classes of dimension
@@ -131,8 +131,8 @@ class ShuffledKDEClassifier(ClassifierBase):
             ``{"flooding": "communication", "variance_factor": 4.0}`` (the least messages,
             `privsum.bitsum.ThreeNBBitSum.from_privacy`) wherever its per-instance RMSE is within
             1% of the paper flooding's (`privsum.kde.ShuffledKDE.from_privacy`); on the bundled
-            demo (``epsilon = 1``) it sends 31 times fewer messages, with a per-instance RMSE within
-            0.3% of the paper flooding's. ``{"flooding": "paper"}`` keeps the paper's.
+            demo's data ``benchmarks/bench_3nb_demo_flooding.py`` compares its messages and
+            per-instance RMSE with the paper flooding's. ``{"flooding": "paper"}`` keeps the paper's.
             Each class's calibration (and its cache key) includes these options.
         random_state: seed of the public LSQ draws and of the simulated users' randomness.
 

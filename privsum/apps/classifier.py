@@ -327,7 +327,10 @@ class ShuffledKDEClassifier(ClassifierBase):
         if self.label_privacy == "joint":
             return 0.0, self.epsilon
         label_epsilon = self.label_budget_fraction * self.epsilon
-        return label_epsilon, self.epsilon - label_epsilon
+        kde_epsilon = self.epsilon - label_epsilon
+        if label_epsilon + kde_epsilon > self.epsilon:  # rounding: the parts never add up to more than epsilon
+            kde_epsilon = math.nextafter(kde_epsilon, 0.0)
+        return label_epsilon, kde_epsilon
 
     def _vector_budget(self) -> dict[str, float]:
         if self.protocol == "exact-vector":

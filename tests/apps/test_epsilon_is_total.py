@@ -44,3 +44,11 @@ def test_clear_labels_spend_all_of_epsilon_on_the_points_and_report_an_infinite_
     assert math.isinf(model.label_epsilon_) and model.kde_epsilon_ == 1.0
     assert math.isinf(model.guarantees_["communication"].epsilon)
     assert model.kde_guarantee_.epsilon <= 1.0 * (1 + 1e-9)
+
+
+def test_the_label_and_kde_parts_never_add_up_to_more_than_epsilon():
+    for epsilon in (0.1, 0.3, 0.7, 1.1, 2.9, 3.3, 7.7):
+        for fraction in (0.1, 0.2, 0.3, 1 / 3, 0.7, 0.9):
+            model = ShuffledKDEClassifier(epsilon=epsilon, label_budget_fraction=fraction)
+            label, kde = model._split_budget()
+            assert label + kde <= epsilon and label == fraction * epsilon and kde > 0

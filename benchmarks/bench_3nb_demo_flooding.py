@@ -63,9 +63,9 @@ def main() -> None:
                         classes=train.class_names,
                         kernel=kernel,
                         protocol="3nb",
-                        epsilon=epsilon,
+                        epsilon=epsilon + 4.0,  # the KDE part at epsilon, the label round at 4 on top
+                        label_budget_fraction=4.0 / (epsilon + 4.0),
                         delta=1e-6,
-                        label_epsilon=4.0,
                         n_repetitions=384,
                         protocol_options=options,
                         random_state=seed,

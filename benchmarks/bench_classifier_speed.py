@@ -52,9 +52,9 @@ def main() -> None:
             classes=train.class_names,
             kernel="gaussian",
             protocol=args.protocol,
-            epsilon=args.epsilon,
+            epsilon=args.epsilon + 4.0,  # the KDE part at args.epsilon, the label round at 4 on top
+            label_budget_fraction=4.0 / (args.epsilon + 4.0),
             delta=1e-6,
-            label_epsilon=4.0,
             n_repetitions=384,
             protocol_options=options,
             random_state=0,

@@ -66,10 +66,11 @@ def fit_and_score(data, *, protocol: str, epsilon: float, labels: str, seed: int
         classes=classes,
         kernel=kernel,
         protocol=protocol,
-        epsilon=epsilon if math.isfinite(epsilon) else 1.0,
+        # with a label round: the KDE part at epsilon and the label round at LABEL_EPSILON on top
+        epsilon=(epsilon + (LABEL_EPSILON if labels == "round" else 0.0)) if math.isfinite(epsilon) else 1.0,
+        label_budget_fraction=LABEL_EPSILON / (epsilon + LABEL_EPSILON) if math.isfinite(epsilon) else 0.5,
         delta=DELTA,
-        label_epsilon=LABEL_EPSILON if labels == "round" else math.inf,
-        label_privacy="joint" if labels == "joint" else "round",
+        label_privacy=labels,
         n_repetitions=X.shape[1],
         random_state=seed,
     ).fit(X, y)

@@ -155,9 +155,11 @@ def main(
             classes=CLASS_NAMES,
             kernel=kernel,
             protocol=protocol,
-            epsilon=1.0 if math.isinf(epsilon) else epsilon,
+            # the KDE part at `epsilon` and the label round at `label_epsilon`: a total of their sum
+            epsilon=1.0 if math.isinf(epsilon) else epsilon + label_epsilon,
+            label_budget_fraction=0.5 if math.isinf(epsilon) else label_epsilon / (epsilon + label_epsilon),
             delta=delta,
-            label_epsilon=math.inf if protocol == "exact" else label_epsilon,
+            label_privacy="clear" if protocol == "exact" else "round",
             n_repetitions=repetitions,
             random_state=seed,
         ).fit(X, y)

@@ -30,6 +30,7 @@ _EXPORTS = {
     "IncompatibleSketchError": "privsum.exceptions",
     "InvalidParameterError": "privsum.exceptions",
     "KDEFunction": "privsum.kde",
+    "KernelScaleWarning": "privsum.exceptions",
     "L2LSH": "privsum.lsq",
     "LocalRRBitSum": "privsum.bitsum",
     "MessageBatch": "privsum.shuffle",
@@ -108,6 +109,7 @@ if TYPE_CHECKING:  # pragma: no cover - static analysers and IDEs see the eager 
         DeltaFloorWarning,
         IncompatibleSketchError,
         InvalidParameterError,
+        KernelScaleWarning,
         NotFittedError,
         PrivacyLeakWarning,
     )
@@ -152,6 +154,7 @@ __all__ = [
     "IncompatibleSketchError",
     "InvalidParameterError",
     "KDEFunction",
+    "KernelScaleWarning",
     "LocalRRBitSum",
     "MessageBatch",
     "MessageHistogram",

@@ -7,6 +7,7 @@ __all__ = [
     "DeltaFloorWarning",
     "IncompatibleSketchError",
     "InvalidParameterError",
+    "KernelScaleWarning",
     "NotFittedError",
     "PrivacyLeakWarning",
 ]
@@ -42,4 +43,15 @@ class DeltaFloorWarning(UserWarning):
     Events stated as ``(epsilon, delta)`` guarantees keep their delta under composition: the
     composed deltas form a floor (`PrivacyAccountant.min_delta`) below which no finite epsilon
     holds.
+    """
+
+
+class KernelScaleWarning(UserWarning):
+    """The data's scale makes the kernel degenerate for the bandwidth, so the model cannot learn.
+
+    Raised by the KDE protocols and the classifier when the typical distance between points is
+    far beyond the Gaussian kernel's bandwidth (every density is close to 0 away from the
+    training points) or far below it (every density is close to its maximum and the classes
+    differ by less than the privacy noise). The message gives the measured distances and the
+    fix: normalise the points or set the bandwidth.
     """

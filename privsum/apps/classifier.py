@@ -31,7 +31,8 @@ from privsum.accounting.guarantee import PrivacyGuarantee, ThreatModel
 from privsum.apps._estimator import ClassifierBase, DataConversionWarning, NotFittedError
 from privsum.apps.labels import label_event, randomize_labels
 from privsum.bitsum import PROTOCOLS as BIT_SUM_PROTOCOLS
-from privsum.exceptions import PrivacyLeakWarning
+from privsum.exceptions import KernelScaleWarning, PrivacyLeakWarning
+from privsum.kde._scale import warn_if_degenerate_scale
 from privsum.kde.function import KDEFunction
 from privsum.kde.joint import JointClassKDE
 from privsum.kde.protocol import ShuffledKDE, calibration_option_names
@@ -63,8 +64,9 @@ PROTOCOLS: dict[str, type] = {
 #: Protocols that sum each class's feature vectors at once (`privsum.kde.VectorSumKDE`); the others are bit sums.
 VECTOR_PROTOCOLS = ("vector", "central-gaussian", "exact-vector")
 KERNELS = ("gaussian", "ip", "lsh")
-#: How labels are protected: a separate randomized-response round, or inside one joint vector sum.
-LABEL_PRIVACY = ("round", "joint")
+#: How labels are protected: a randomized-response round paid from ``epsilon``, inside one joint
+#: vector sum, or not at all (labels treated as public).
+LABEL_PRIVACY = ("round", "joint", "clear")
 _MIN_CLASS_USERS = 2
 # Query points x features evaluated at once by `class_densities`.
 _QUERY_ENTRIES = 1 << 21
@@ -74,9 +76,10 @@ class ShuffledKDEClassifier(ClassifierBase):
     """Highest-density-class classifier trained with shuffled differential privacy.
 
     ``fit`` runs the protocol of section 3.3 of Wagner (ICLR 2025): every user reports a label through m-ary
-    randomized response (``label_epsilon``); the noisy class counts ``n_c`` are published; the
-    users of each reported class run the shuffled KDE protocol (`privsum.kde.ShuffledKDE`) with
-    ``n = n_c``; ``predict`` returns ``argmax_c K_c(x)``. A scikit-learn classifier when
+    randomized response (the label round, ``label_budget_fraction * epsilon``); the noisy class
+    counts ``n_c`` are published; the users of each reported class run the shuffled KDE protocol
+    (`privsum.kde.ShuffledKDE`) with ``n = n_c`` and the rest of ``epsilon``; ``predict`` returns
+    ``argmax_c K_c(x)``. A scikit-learn classifier when
     scikit-learn is installed (it passes ``check_estimator``); the same conventions otherwise:
     ``__init__`` only stores, fitted attributes end with ``_``. `class_densities` gives every
     class's private density; `decision_function` follows scikit-learn's shape convention;
@@ -98,15 +101,24 @@ class ShuffledKDEClassifier(ClassifierBase):
             Gaussian mechanism with L2 sensitivity ``2 max||f||``, Balle & Wang's exact
             calibration; trusted curator), ``"exact-vector"`` (non-private; with ``kernel="ip"``
             the exact nearest-centroid classifier).
-        epsilon: the KDE part's epsilon (per user: each user joins one class's KDE).
-        delta: the KDE part's delta.
-        label_epsilon: epsilon of the label round; ``inf`` sends labels in the clear (and the
-            reported guarantee is then infinite, since the published counts reveal labels).
-            Unused with ``label_privacy="joint"``.
-        label_privacy: ``"round"`` (the label round above, then one KDE per reported class) or
+        epsilon: the total epsilon of one ``fit`` for each user's (point, label): the label round
+            and the KDE together (``label_privacy="round"``), or the joint sum
+            (``"joint"``). With ``label_privacy="clear"`` it covers the points only (the KDE
+            part); the labels are public and the reported guarantee is infinite.
+        delta: the total delta of one ``fit`` (the label round is pure, so it is the KDE part's).
+        label_budget_fraction: the share of ``epsilon`` spent on the label round, in ``(0, 1)``
+            (``label_privacy="round"`` only): the label round is ``label_budget_fraction *
+            epsilon``-DP and each class's KDE gets the rest, ``(1 - label_budget_fraction) *
+            epsilon``. m-ary randomized response over many classes needs a large share to keep
+            labels useful (`privsum.apps.keep_probability` gives the chance a label is kept).
+            The fitted ``label_epsilon_`` and ``kde_epsilon_`` hold the split.
+        label_privacy: ``"round"`` (the label round above, then one KDE per reported class),
             ``"joint"`` (vector sums only: one sum over all classes of dimension
             ``C (I Q + 1)``, `privsum.kde.JointClassKDE`, whose noise protects the label too:
-            no label round, and ``(epsilon, delta)`` covers points and labels).
+            no label round, and ``(epsilon, delta)`` covers points and labels) or ``"clear"``
+            (labels sent as they are: ``epsilon`` is the KDE part's, for neighbours that keep
+            their label; the published class counts reveal labels, so the reported guarantee is
+            infinite).
         n_repetitions: ``I``; default the data dimension (section 4 of Wagner (ICLR 2025)). Unused by the identity
             features (``kernel="ip"`` over a vector sum has ``I = 1``: copies add nothing).
         bandwidth: Gaussian-kernel bandwidth ``h`` in ``exp(-||x-y||^2/h^2)``.
@@ -120,21 +132,23 @@ class ShuffledKDEClassifier(ClassifierBase):
             ``{"flooding": "communication", "variance_factor": 4.0}`` (the least messages,
             `privsum.bitsum.ThreeNBBitSum.from_privacy`) wherever its per-instance RMSE is within
             1% of the paper flooding's (`privsum.kde.ShuffledKDE.from_privacy`); on the bundled
-            demo (``epsilon = 1``) it sends 31 times fewer messages, with a per-instance RMSE within
-            0.3% of the paper flooding's. ``{"flooding": "paper"}`` keeps the paper's.
+            demo's data ``benchmarks/bench_3nb_demo_flooding.py`` compares its messages and
+            per-instance RMSE with the paper flooding's. ``{"flooding": "paper"}`` keeps the paper's.
             Each class's calibration (and its cache key) includes these options.
         random_state: seed of the public LSQ draws and of the simulated users' randomness.
 
     Privacy:
-        Replace-one neighbours on (point, label). The label round is ``label_epsilon``-DP; given
-        the reported labels, each user's point enters exactly one class's KDE, which is
-        ``(epsilon, delta)``-DP, so the whole run is ``(epsilon + label_epsilon, delta)``-DP by
-        adaptive composition (tighter by PLD). The accountant (``accountant_``) records the
-        label round and then the class KDEs as one parallel composition (one part per user).
-        With ``label_privacy="joint"`` it records the joint sum alone. Corollary 3.4 of Wagner
-        (ICLR 2025) states ``(epsilon, delta)`` under the model threat; that holds for neighbours
-        that keep the label, but the released model includes the noisy counts, which depend on labels, so privsum reports
-        ``epsilon + label_epsilon`` (composed) under both threat models; see ``guarantees_``.
+        Replace-one neighbours on (point, label). With ``label_privacy="round"`` the label round
+        is ``epsilon_L = label_budget_fraction * epsilon``-DP; given the reported labels, each
+        user's point enters exactly one class's KDE, which is ``(epsilon - epsilon_L, delta)``-DP,
+        so the whole run is ``(epsilon, delta)``-DP by adaptive composition (the accountant's PLD
+        composition can report slightly less). The accountant (``accountant_``) records the label
+        round and then the class KDEs as one parallel composition (one part per user). With
+        ``label_privacy="joint"`` it records the joint sum alone, ``(epsilon, delta)``. Corollary
+        3.4 of Wagner (ICLR 2025) states the KDE part's guarantee under the model threat; that
+        holds for neighbours that keep the label, but the released model includes the noisy
+        counts, which depend on labels, so privsum reports the composed total under both threat
+        models; see ``guarantees_`` (and ``kde_guarantee_`` for the KDE part alone).
 
     Robustness:
         `manipulation_bounds`: ``k`` malicious users move a published class count by at most
@@ -158,7 +172,7 @@ class ShuffledKDEClassifier(ClassifierBase):
         protocol: str = "3nb",
         epsilon: float = 2.0,
         delta: float = 1e-6,
-        label_epsilon: float = 2.0,
+        label_budget_fraction: float = 0.5,
         label_privacy: str = "round",
         n_repetitions: int | None = None,
         bandwidth: float = 1.0,
@@ -173,7 +187,7 @@ class ShuffledKDEClassifier(ClassifierBase):
         self.protocol = protocol
         self.epsilon = epsilon
         self.delta = delta
-        self.label_epsilon = label_epsilon
+        self.label_budget_fraction = label_budget_fraction
         self.label_privacy = label_privacy
         self.n_repetitions = n_repetitions
         self.bandwidth = bandwidth
@@ -186,7 +200,18 @@ class ShuffledKDEClassifier(ClassifierBase):
     # ----- fitting --------------------------------------------------------------------------
 
     def fit(self, X: Any, y: Any) -> ShuffledKDEClassifier:
-        """Run the private training protocol on users' points ``X`` and labels ``y``."""
+        """Run the private training protocol on users' points ``X`` and labels ``y``.
+
+        With the Gaussian kernel, a `KernelScaleWarning` says when the points' scale makes the
+        kernel degenerate for ``bandwidth`` (typical distances far beyond or far below it: the
+        model would predict at chance), with the measured distances and the fix (normalise the
+        points, e.g. scikit-learn's ``Normalizer`` in a ``Pipeline``, or set ``bandwidth``). The
+        check looks at an evenly spaced sample of at most 256 rows of ``X``; it is a local
+        diagnostic for the data owner running ``fit``, not differentially private: its message
+        states statistics of the data, so do not publish it. In a deployment, where no party
+        holds every user's point, run the same check on public or synthetic data of the same
+        kind before collection.
+        """
         owner = type(self).__name__
         points = _check_points(X, owner)
         labels = _check_labels(y, points.shape[0], owner)
@@ -195,18 +220,22 @@ class ShuffledKDEClassifier(ClassifierBase):
         self.n_features_in_ = points.shape[1]
         self.n_training_users_ = points.shape[0]
         encoded = self._encode(labels)
+        self.label_epsilon_, self.kde_epsilon_ = self._split_budget()
         rng = as_generator(self.random_state, owner)
         self.family_ = self._build_family(points.shape[1], int(rng.integers(2**62)))
         with refusals_as(owner, {"x": "X", "points": "X"}):  # e.g. a point above the family's norm bound
             self.family_.check_points(points, "X")
-        if self.label_privacy == "joint":
-            with refusals_as(owner, {"x": "X"}):
-                self.densities_ = self._fit_joint(points, encoded, rng)
-        else:
-            reported = randomize_labels(encoded, len(self.classes_), self.label_epsilon, rng)
-            self.class_counts_ = np.bincount(reported, minlength=len(self.classes_))
-            with refusals_as(owner, {"x": "X"}):
-                self.densities_ = self._fit_classes(points, reported, rng)
+        warn_if_degenerate_scale(self.family_, points, owner)  # once here, not again for each class below
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", KernelScaleWarning)
+            if self.label_privacy == "joint":
+                with refusals_as(owner, {"x": "X"}):
+                    self.densities_ = self._fit_joint(points, encoded, rng)
+            else:
+                reported = randomize_labels(encoded, len(self.classes_), self.label_epsilon_, rng)
+                self.class_counts_ = np.bincount(reported, minlength=len(self.classes_))
+                with refusals_as(owner, {"x": "X"}):
+                    self.densities_ = self._fit_classes(points, reported, rng)
         self.accountant_ = self._account()
         return self
 
@@ -216,11 +245,14 @@ class ShuffledKDEClassifier(ClassifierBase):
         check_choice(self.protocol, "protocol", owner, tuple(PROTOCOLS))
         check_epsilon(self.epsilon, owner)
         check_delta(self.delta, owner)
-        check_epsilon(self.label_epsilon, owner, "label_epsilon", allow_infinite=True)
+        check_real(self.label_budget_fraction, "label_budget_fraction", owner, low=0.0, high=1.0, low_open=True, high_open=True)
         check_choice(self.label_privacy, "label_privacy", owner, LABEL_PRIVACY)
         if self.label_privacy == "joint" and self.protocol not in VECTOR_PROTOCOLS:
             raise invalid(
-                "label_privacy", owner, f"'round' unless protocol is a vector sum {VECTOR_PROTOCOLS}", self.label_privacy
+                "label_privacy",
+                owner,
+                f"'round' or 'clear' unless protocol is a vector sum {VECTOR_PROTOCOLS}",
+                self.label_privacy,
             )
         if self.n_repetitions is not None:
             check_integer(self.n_repetitions, "n_repetitions", owner, low=1)
@@ -294,10 +326,22 @@ class ShuffledKDEClassifier(ClassifierBase):
         self.class_counts_ = sizes
         return [d if size >= _MIN_CLASS_USERS else None for d, size in zip(densities, sizes, strict=True)]
 
+    def _split_budget(self) -> tuple[float, float]:
+        """``(label round epsilon, KDE epsilon)``: ``inf`` for clear labels, 0 for the joint sum's (no label round)."""
+        if self.label_privacy == "clear":
+            return math.inf, self.epsilon
+        if self.label_privacy == "joint":
+            return 0.0, self.epsilon
+        label_epsilon = self.label_budget_fraction * self.epsilon
+        kde_epsilon = self.epsilon - label_epsilon
+        if label_epsilon + kde_epsilon > self.epsilon:  # rounding: the parts never add up to more than epsilon
+            kde_epsilon = math.nextafter(kde_epsilon, 0.0)
+        return label_epsilon, kde_epsilon
+
     def _vector_budget(self) -> dict[str, float]:
         if self.protocol == "exact-vector":
             return {"epsilon": math.inf, "delta": 0.0}
-        return {"epsilon": self.epsilon, "delta": self.delta}
+        return {"epsilon": self.kde_epsilon_, "delta": self.delta}
 
     def _fit_vector_classes(self, points: np.ndarray, reported: np.ndarray, rng: np.random.Generator) -> list[KDEFunction | None]:
         """One `VectorSumKDE` per reported class, each calibrated for its own size."""
@@ -360,7 +404,7 @@ class ShuffledKDEClassifier(ClassifierBase):
             return ShuffledKDE.from_privacy(
                 family=self.family_,
                 protocol=PROTOCOLS[self.protocol],
-                epsilon=self.epsilon,
+                epsilon=self.kde_epsilon_,
                 delta=self.delta,
                 n_users=n_users,
                 accounting=self.accounting,
@@ -375,7 +419,10 @@ class ShuffledKDEClassifier(ClassifierBase):
             event = joint.vector_sum.event_for_participants(self.n_training_users_)
             accountant.compose(event, label=f"joint vector sum over classes ({self.protocol}, {self.kernel})")
             return accountant
-        accountant.compose(label_event(self.label_epsilon, len(self.classes_)), label="label round (m-ary RR)")
+        label_round = f"label round (m-ary RR, eps={self.label_epsilon_:g})"
+        if self.label_privacy == "clear":
+            label_round = "labels in the clear"
+        accountant.compose(label_event(self.label_epsilon_, len(self.classes_)), label=label_round)
         if self.protocol in VECTOR_PROTOCOLS:
             events = [
                 p.event_for_participants(int(n))
@@ -414,7 +461,7 @@ class ShuffledKDEClassifier(ClassifierBase):
         """
         self._check_fitted()
         protocols = [p for p in self.protocols_ if p is not None]
-        label_messages = 0.0 if self.label_privacy == "joint" else 1.0
+        label_messages = 0.0 if self.label_privacy == "joint" else 1.0  # a clear label is one message too
         return {
             "expected_messages_per_user": label_messages + max(p.expected_messages_per_user for p in protocols),
             "bits_per_message": float(max(p.bits_per_message() for p in protocols)),

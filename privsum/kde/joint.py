@@ -17,6 +17,7 @@ import numpy as np
 
 from privsum._random import RNGLike, as_generator
 from privsum._validation import check_integer, check_real, invalid, refusals_as
+from privsum.kde._scale import warn_if_degenerate_scale
 from privsum.kde.function import KDEFunction
 from privsum.kde.vector import VectorSumProtocol, VectorSumReleases, feature_norm_bound
 from privsum.lsq.base import LSQFamily
@@ -167,6 +168,7 @@ class JointClassKDE(VectorSumReleases):
         """
         owner = "JointClassKDE"
         points = self.family.check_points(x, "x")
+        warn_if_degenerate_scale(self.family, points, owner)  # a KernelScaleWarning, as in ShuffledKDE.run
         try:
             classes = np.asarray(labels)
         except (TypeError, ValueError) as error:

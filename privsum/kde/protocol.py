@@ -26,6 +26,7 @@ from privsum.accounting.guarantee import PrivacyGuarantee
 from privsum.bitsum import bitsum_protocol
 from privsum.bitsum.base import BitSumProtocol
 from privsum.exceptions import PrivacyLeakWarning
+from privsum.kde._scale import warn_if_degenerate_scale
 from privsum.kde.function import KDEFunction
 from privsum.kde.theory import seed_composition_epsilon, seed_per_instance_epsilon, sup_rmse_bound
 from privsum.lsq.base import LSQFamily
@@ -334,10 +335,14 @@ class ShuffledKDE(ShuffleProtocol):
             path: ``"fast"`` (streamed exact histograms) or ``"faithful"`` (every message).
 
         The estimate and its guarantee use the number of users who actually took part (a
-        `PrivacyLeakWarning` says when it is below the calibration's ``n_users``).
+        `PrivacyLeakWarning` says when it is below the calibration's ``n_users``). A
+        `KernelScaleWarning` says when the points' scale makes the Gaussian kernel degenerate for
+        its bandwidth (a local diagnostic of the data, not private: see
+        `privsum.kde._scale.warn_if_degenerate_scale`).
         """
         path = check_choice(path, "path", "ShuffledKDE", EXECUTION_PATHS)
         generator = as_generator(rng, "ShuffledKDE")
+        warn_if_degenerate_scale(self.family, x, "ShuffledKDE")  # a KernelScaleWarning when the data's scale defeats the kernel
         if is_chunk_stream(x) and not isinstance(x, Iterator):
             return self.run_streamed(x, rng=generator, path=path)
         if path == "faithful":

@@ -19,6 +19,7 @@ from privsum._random import RNGLike, as_generator
 from privsum._validation import check_integer, invalid, refusals_as
 from privsum.accounting.events import PrivacyEvent
 from privsum.accounting.guarantee import PrivacyGuarantee
+from privsum.kde._scale import warn_if_degenerate_scale
 from privsum.kde.function import KDEFunction
 from privsum.lsq.base import LSQFamily
 from privsum.lsq.inner_product import IdentityFeatures
@@ -241,7 +242,11 @@ class VectorSumKDE(VectorSumReleases):
         return self.family.f(points).reshape(points.shape[0], -1)
 
     def run(self, x: Any, *, rng: RNGLike = None) -> KDEFunction:
-        """Run the vector sum on the users' features and release the `KDEFunction`."""
+        """Run the vector sum on the users' features and release the `KDEFunction`.
+
+        A `KernelScaleWarning` says when the points' scale defeats the Gaussian kernel, as in `ShuffledKDE.run`.
+        """
+        warn_if_degenerate_scale(self.family, x, "VectorSumKDE")
         features = self.features(x)
         total = np.asarray(self.vector_sum.run(features, rng=as_generator(rng, "VectorSumKDE")), dtype=float)
         n = features.shape[0]

@@ -1,6 +1,5 @@
 """The calibration cache: identical results for identical parameters, distinct keys otherwise."""
 
-import math
 
 import numpy as np
 import pytest
@@ -122,7 +121,7 @@ def test_classifier_reuses_calibration_across_fits():
     rng = np.random.default_rng(0)
     X = np.concatenate([rng.normal(center, 0.3, size=(200, 2)) for center in (-1.0, 1.0)])
     y = np.repeat(["a", "b"], 200)
-    options = {"classes": ["a", "b"], "protocol": "pure", "epsilon": 3.0, "label_epsilon": math.inf, "n_repetitions": 16}
+    options = {"classes": ["a", "b"], "protocol": "pure", "epsilon": 3.0, "label_privacy": "clear", "n_repetitions": 16}
     ShuffledKDEClassifier(**options, random_state=0).fit(X, y)
     misses = calibration_cache_info().misses
     ShuffledKDEClassifier(**options, random_state=0).fit(X, y)

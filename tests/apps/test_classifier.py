@@ -26,7 +26,7 @@ def test_label_round_keeps_with_the_stated_probability():
 def test_non_private_model_classifies_blobs():
     X, y = blobs(np.random.default_rng(1))
     model = ShuffledKDEClassifier(
-        classes=["a", "b", "c"], protocol="exact", label_epsilon=math.inf, n_repetitions=128, random_state=0
+        classes=["a", "b", "c"], protocol="exact", label_privacy="clear", n_repetitions=128, random_state=0
     )
     assert model.fit(X, y).score(X, y) > 0.95
 
@@ -34,7 +34,7 @@ def test_non_private_model_classifies_blobs():
 def test_private_model_reports_composed_guarantee():
     X, y = blobs(np.random.default_rng(2))
     model = ShuffledKDEClassifier(
-        classes=["a", "b", "c"], protocol="3nb", epsilon=2.0, label_epsilon=1.0, n_repetitions=16, random_state=0
+        classes=["a", "b", "c"], protocol="3nb", epsilon=3.0, label_budget_fraction=1 / 3, n_repetitions=16, random_state=0
     ).fit(X, y)
     kde = model.kde_guarantee_
     assert kde.epsilon <= 2.0 * (1 + 1e-9) and kde.neighbouring.value == "replace-one"
@@ -58,7 +58,9 @@ def test_inferring_classes_warns_and_unknown_labels_raise():
         ({"protocol": "magic"}, "protocol"),
         ({"epsilon": -1.0}, "epsilon"),
         ({"delta": 1.0}, "delta"),
-        ({"label_epsilon": math.nan}, "label_epsilon"),
+        ({"label_budget_fraction": math.nan}, "label_budget_fraction"),
+        ({"label_budget_fraction": 1.0}, "label_budget_fraction"),
+        ({"label_privacy": "public"}, "label_privacy"),
         ({"n_repetitions": 0}, "n_repetitions"),
     ],
 )
@@ -153,7 +155,13 @@ def test_wordnet_decoded_lists_share_few_words():
     rows = np.sort(np.concatenate([rng.permutation(np.flatnonzero(train.labels == c))[:3000] for c in np.unique(train.labels)]))
     names = np.asarray(train.class_names)
     model = ShuffledKDEClassifier(
-        classes=train.class_names, protocol="3nb", epsilon=3.0, delta=1e-6, label_epsilon=4.0, n_repetitions=384, random_state=0
+        classes=train.class_names,
+        protocol="3nb",
+        epsilon=7.0,
+        delta=1e-6,
+        label_budget_fraction=4 / 7,
+        n_repetitions=384,
+        random_state=0,
     ).fit(train.embeddings[rows], names[train.labels[rows]])
     words, vectors = load_vocabulary()
     lists = {score: decode_classes(model, words, vectors, top_k=8, score=score) for score in ("log_ratio", "density")}
@@ -173,7 +181,7 @@ def test_decoding_shares_the_query_features_and_ranks_as_each_released_function(
     rng = np.random.default_rng(10)
     X, y = blobs(rng, 200)
     model = ShuffledKDEClassifier(
-        classes=["a", "b", "c", "d"], protocol="exact", label_epsilon=math.inf, n_repetitions=48, random_state=1
+        classes=["a", "b", "c", "d"], protocol="exact", label_privacy="clear", n_repetitions=48, random_state=1
     )
     model.fit(X, y)
     assert model.densities_[3] is None  # nobody reported "d"

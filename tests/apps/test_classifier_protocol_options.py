@@ -22,9 +22,9 @@ def _model(**options):
     return ShuffledKDEClassifier(
         classes=["a", "b", "c"],
         protocol="3nb",
-        epsilon=3.0,
+        epsilon=6.0,
         delta=1e-6,
-        label_epsilon=3.0,
+        label_budget_fraction=0.5,
         n_repetitions=8,
         random_state=0,
         **options,

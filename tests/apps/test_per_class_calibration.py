@@ -19,7 +19,7 @@ def _uneven_blobs(rng):
 def test_each_class_is_calibrated_for_its_own_reported_size_and_composes_in_parallel():
     X, y = _uneven_blobs(np.random.default_rng(5))
     model = ShuffledKDEClassifier(
-        classes=["a", "b", "c"], protocol="rr", epsilon=2.0, delta=1e-6, label_epsilon=3.0, n_repetitions=8, random_state=0
+        classes=["a", "b", "c"], protocol="rr", epsilon=5.0, label_budget_fraction=0.6, n_repetitions=8, random_state=0
     ).fit(X, y)
     reported = [density.n_users for density in model.densities_]  # the reported (noisy) counts, every user once
     assert sum(reported) == X.shape[0]

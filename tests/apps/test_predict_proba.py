@@ -33,7 +33,9 @@ def test_helper_clips_normalises_and_falls_back_to_a_shift():
 
 @pytest.mark.parametrize("protocol", ["exact", "rr", "3nb"])
 def test_probabilities_are_a_distribution_consistent_with_predict(protocol):
-    model = ShuffledKDEClassifier(classes=["a", "b", "c"], protocol=protocol, epsilon=2.0, label_epsilon=4.0, random_state=1)
+    model = ShuffledKDEClassifier(
+        classes=["a", "b", "c"], protocol=protocol, epsilon=6.0, label_budget_fraction=2 / 3, random_state=1
+    )
     model.fit(X, Y)
     probabilities = model.predict_proba(QUERIES)
     assert probabilities.shape == (len(QUERIES), 3)
@@ -46,6 +48,8 @@ def test_probabilities_are_a_distribution_consistent_with_predict(protocol):
 
 
 def test_well_separated_centres_get_confident_probabilities():
-    model = ShuffledKDEClassifier(classes=["a", "b", "c"], protocol="exact", n_repetitions=256, random_state=0).fit(X, Y)
+    model = ShuffledKDEClassifier(
+        classes=["a", "b", "c"], protocol="exact", label_privacy="clear", n_repetitions=256, random_state=0
+    ).fit(X, Y)
     probabilities = model.predict_proba(CENTRES)
     assert np.all(np.diag(probabilities) > 0.7)  # the rounded random features leave ~0.1 on the other classes

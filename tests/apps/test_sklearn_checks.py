@@ -6,7 +6,6 @@ warns with `PrivacyLeakWarning`; that warning is the point of the parameter and 
 
 from __future__ import annotations
 
-import math
 import warnings
 
 import numpy as np
@@ -24,7 +23,7 @@ PRIVACY_WARNING = "ignore::privsum.exceptions.PrivacyLeakWarning"
 
 
 @pytest.mark.filterwarnings(PRIVACY_WARNING)
-@parametrize_with_checks([ShuffledKDEClassifier(protocol="exact", label_epsilon=math.inf, n_repetitions=32, random_state=0)])
+@parametrize_with_checks([ShuffledKDEClassifier(protocol="exact", label_privacy="clear", n_repetitions=32, random_state=0)])
 def test_non_private_estimator_passes_sklearn_checks(estimator, check):
     check(estimator)
 
@@ -33,9 +32,9 @@ def test_non_private_estimator_passes_sklearn_checks(estimator, check):
 @pytest.mark.filterwarnings(PRIVACY_WARNING)
 @parametrize_with_checks(
     [
-        ShuffledKDEClassifier(protocol="3nb", epsilon=8.0, label_epsilon=8.0, n_repetitions=32, random_state=0),
+        ShuffledKDEClassifier(protocol="3nb", epsilon=16.0, n_repetitions=32, random_state=0),
         # The "ip" kernel takes points of norm at most 1 only, which the generic checks' data are not.
-        ShuffledKDEClassifier(protocol="rr", epsilon=8.0, label_epsilon=8.0, n_repetitions=32, random_state=0),
+        ShuffledKDEClassifier(protocol="rr", epsilon=16.0, n_repetitions=32, random_state=0),
     ]
 )
 def test_private_estimators_pass_sklearn_checks(estimator, check):
@@ -100,7 +99,7 @@ def test_classifier_works_without_sklearn():
         "assert not sklearn_available()\n"
         "X = np.vstack([np.full((20, 2), 2.0), np.full((20, 2), -2.0)])\n"
         "y = np.repeat([0, 1], 20)\n"
-        "model = ShuffledKDEClassifier(classes=[0, 1], protocol='exact', label_epsilon=float('inf'),\n"
+        "model = ShuffledKDEClassifier(classes=[0, 1], protocol='exact', label_privacy='clear',\n"
         "                              n_repetitions=16, random_state=0)\n"
         "assert model.get_params()['protocol'] == 'exact'\n"
         "assert model.fit(X, y).score(X, y) == 1.0\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -29,8 +30,21 @@ def test_classifiers_keywords_and_the_plot_extra():
     assert "Typing :: Typed" in metadata["classifiers"] and len(metadata["keywords"]) >= 3
     assert any(requirement.startswith("matplotlib") for requirement in metadata["optional-dependencies"]["plot"])
     assert metadata["readme"] == "README.md"
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert 'pip install ".[plot]"' in readme  # the quickstart installs the figures' library
+
+
+def test_one_install_command_installs_what_the_tutorials_import():
+    """README and docs give the same install line, and its extra holds scikit-learn and matplotlib (issue 30)."""
+    extras = project()["optional-dependencies"]
+    for extra in ("test", "examples"):
+        assert {"scikit-learn", "matplotlib"} <= {r.split(">")[0].split("=")[0] for r in extras[extra]}
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    lines = {
+        match.strip()
+        for page in pages
+        for match in re.findall(r"python3? -m pip install [^#&\n`]*", page.read_text(encoding="utf-8"))
+        if "[test" in match or "[plot" in match or "[examples" in match
+    }
+    assert lines == {'python3 -m pip install -e ".[test]"'}
 
 
 def test_no_project_urls_until_there_is_a_real_repository():

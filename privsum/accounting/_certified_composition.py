@@ -57,6 +57,10 @@ __all__ = ["TAIL_MASS_TRUNCATION", "compose_pmfs", "self_compose_pmf"]
 TAIL_MASS_TRUNCATION = 1e-15
 # Sparse pmfs whose composition stays this small are composed directly (dp-accounting's sparse path).
 _MAX_SPARSE_SIZE = 1000
+# Pmfs whose compositions keep at most this many atoms are composed directly (`_direct_power`).
+_MAX_DIRECT_ATOMS = 2000
+#: Entries lighter than this fraction of a pmf's mass do not decide its lattice (`_on_lattice`).
+MINOR_MASS = 1e-9
 # Slack on the bound's own evaluation (a few float operations on non-negative numbers).
 _BOUND_SLACK = 1.0 + 1e-6
 
@@ -76,16 +80,32 @@ def self_compose_pmf(pmf: Any, count: int, max_entries: int) -> tuple[Any, float
 
     if isinstance(pmf, pld_pmf.SparsePLDPmf) and count * math.log(max(pmf.size, 1)) <= math.log(_MAX_SPARSE_SIZE):
         composed = pmf.self_compose(count, TAIL_MASS_TRUNCATION)  # direct products and sums: relative error only
-        return composed, 0.0, count * (pmf.size + 2) * _UNIT_ROUNDOFF
+        infinity_rounding = 8 * (count + 1) * _UNIT_ROUNDOFF * composed._infinity_mass
+        return composed, infinity_rounding, count * (pmf.size + 2) * _UNIT_ROUNDOFF
     dense = pmf if isinstance(pmf, pld_pmf.DensePLDPmf) else pmf.to_dense_pmf()
     probs = np.maximum(np.asarray(dense._probs, dtype=float), 0.0)
+    probs, offset, step = _on_lattice(probs)
+    direct = _direct_power(probs, count)
+    if direct is not None:  # few atoms: exact sums of non-negative products, relative error only
+        indices, masses = direct
+        lower_loss = (dense._lower_loss + offset) * count + int(indices[0]) * step
+        values = np.zeros(int(indices[-1] - indices[0]) * step + 1)
+        values[(indices - indices[0]) * step] = masses
+        infinity_mass = min(1.0, -math.expm1(count * math.log1p(-dense._infinity_mass)) * (1.0 + 16 * _UNIT_ROUNDOFF))
+        composed = pld_pmf.DensePLDPmf(dense._discretization, lower_loss, values, infinity_mass, dense._pessimistic_estimate)
+        return composed, 0.0, 2.0 * count * (_MAX_DIRECT_ATOMS + 2) * _UNIT_ROUNDOFF
     low, high = chernoff_window(probs, count, TAIL_MASS_TRUNCATION)
     length = high - low + 1
-    lower_loss = dense._lower_loss * count + low
-    if length > max_entries or not abs(lower_loss) + length < 2**62:  # loss indices stay int64 in dp-accounting
+    lower_loss = (dense._lower_loss + offset) * count + low * step
+    if length * step > max_entries or not abs(lower_loss) + length * step < 2**62:  # int64 loss indices in dp-accounting
         raise OverflowError(length)
     values, error = _fft_power(probs, count, low, length)
+    if step > 1:  # back onto the discretisation grid: every step-th loss
+        spread = np.zeros((length - 1) * step + 1)
+        spread[::step] = values
+        values = spread
     infinity_mass = TAIL_MASS_TRUNCATION - math.expm1(count * math.log1p(-dense._infinity_mass))
+    infinity_mass = min(1.0, infinity_mass * (1.0 + 16 * _UNIT_ROUNDOFF))  # rounded up: more infinite loss is pessimistic
     composed = pld_pmf.DensePLDPmf(dense._discretization, lower_loss, values, infinity_mass, dense._pessimistic_estimate)
     return composed, error + TAIL_MASS_TRUNCATION, 0.0
 
@@ -105,6 +125,69 @@ def compose_pmfs(first: Any, second: Any) -> tuple[Any, float, float]:
     values, error = convolve_pmfs(np.maximum(a._probs, 0.0), np.maximum(b._probs, 0.0), allowed_error=math.inf)
     composed = pld_pmf.DensePLDPmf(a._discretization, a._lower_loss + b._lower_loss, values, infinity_mass, True)
     return composed, error, relative if error == 0.0 else 0.0
+
+
+def _direct_power(probs: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The ``count``-fold convolution of a pmf with few atoms by repeated squaring of its atoms, or ``None``.
+
+    Gives up (``None``) as soon as an intermediate result has more than `_MAX_DIRECT_ATOMS` atoms.
+    Each product sums at most that many non-negative terms per atom, so every entry's relative
+    error stays below ``2 count (_MAX_DIRECT_ATOMS + 2) u``.
+    """
+    support = np.flatnonzero(probs)
+    if support.size == 0 or support.size > _MAX_DIRECT_ATOMS:
+        return None
+    base = (support.astype(np.int64), probs[support])
+    result: tuple[np.ndarray, np.ndarray] | None = None
+    remaining = count
+    while remaining:
+        if remaining & 1:
+            result = base if result is None else _atom_product(result, base)
+            if result is None:
+                return None
+        remaining >>= 1
+        if remaining:
+            base = _atom_product(base, base)
+            if base is None:
+                return None
+    return result
+
+
+def _atom_product(
+    first: tuple[np.ndarray, np.ndarray], second: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Convolution of two atom lists (indices, masses), or ``None`` past `_MAX_DIRECT_ATOMS` atoms."""
+    sums = np.add.outer(first[0], second[0]).ravel()
+    atoms, inverse = np.unique(sums, return_inverse=True)
+    if atoms.size > _MAX_DIRECT_ATOMS:
+        return None
+    return atoms, np.bincount(inverse.ravel(), weights=np.outer(first[1], second[1]).ravel(), minlength=atoms.size)
+
+
+def _on_lattice(probs: np.ndarray) -> tuple[np.ndarray, int, int]:
+    """``probs`` on the lattice its mass lives on: ``(compressed, first index, step)``.
+
+    The step is the greatest common divisor of the gaps between the entries carrying more than
+    `MINOR_MASS` of the total; lighter entries off that lattice (a loss split a hair past a grid
+    point by the rounding of its logarithm) are moved **up** to the next lattice point, which only
+    raises delta at every epsilon, also after composition (the argument of
+    `privsum.accounting.pld._trim_extreme_losses`). A pmf on every ``d``-th loss (randomized
+    response, a guarantee's worst pair) then composes on that lattice: exactly, and with a spectrum
+    that is not periodic, so far fewer frequencies survive the power (a smaller error bound).
+    """
+    support = np.flatnonzero(probs)
+    if support.size < 2:
+        return (probs[support[0] : support[0] + 1], int(support[0]), 1) if support.size else (probs, 0, 1)
+    major = support[probs[support] > MINOR_MASS * float(probs.sum())]
+    step = int(np.gcd.reduce(np.diff(major))) if major.size >= 2 else 0
+    if step <= 1:
+        step = int(np.gcd.reduce(np.diff(support)))
+        return probs[support[0] :: step].copy(), int(support[0]), step
+    first = int(major[0])
+    positions = -((first - support) // step)  # ceil((i - first) / step): the lattice point at or above i
+    lowest = int(positions.min())
+    compressed = np.bincount(positions - lowest, weights=probs[support])
+    return compressed, first + lowest * step, step
 
 
 def _fft_power(probs: np.ndarray, count: int, low: int, length: int) -> tuple[np.ndarray, float]:
@@ -152,26 +235,31 @@ def chernoff_window(probs: np.ndarray, count: int, tail_mass: float) -> tuple[in
     """Indices ``[low, high]`` of the ``count``-fold self-convolution of ``probs`` outside which
     at most ``tail_mass`` lies (Chernoff bound ``P(S >= a) <= E[e^{tS}] e^{-ta}`` on each side,
     minimised over a grid of orders that includes dp-accounting's, so the window is never wider)."""
-    from scipy import special
-
     last = probs.size - 1
     if last == 0:
         return 0, 0
     coarse = np.arange(1, 21) / probs.size
-    fine = np.geomspace(1e-3 / (probs.size * math.sqrt(count)), 20.0 / probs.size, 400)
+    fine = np.geomspace(1e-3 / (probs.size * math.sqrt(count)), 20.0 / probs.size, 100)
     positive = np.unique(np.concatenate([coarse, fine]))
-    indices = np.arange(probs.size, dtype=float)
-    log_two_over_tail = math.log(2.0 / tail_mass)
-    high, low = last * count, 0
-    for order in positive:
-        for signed in (order, -order):
-            log_mgf = float(special.logsumexp(indices * signed, b=probs))
-            bound = (count * log_mgf + log_two_over_tail) / signed
-            if not math.isfinite(bound):
-                continue
-            slack = 1.0 + abs(bound) * 1e-12  # the bound's own rounding, covered by a widened window
-            if signed > 0:
-                high = min(high, math.ceil(bound + slack))
-            else:
-                low = max(low, math.floor(bound - slack))
+    orders = np.concatenate([positive, -positive])
+    bounds = (count * _log_mgf(probs, orders) + math.log(2.0 / tail_mass)) / orders
+    finite = np.isfinite(bounds)
+    slack = 1.0 + np.abs(bounds) * 1e-12  # the bounds' own rounding, covered by a widened window
+    above, below = finite & (orders > 0), finite & (orders < 0)
+    high = min(last * count, math.ceil(float(np.min(bounds[above] + slack[above], initial=math.inf))))
+    low = max(0, math.floor(float(np.max(bounds[below] - slack[below], initial=-math.inf))))
     return low, max(high, low)
+
+
+def _log_mgf(probs: np.ndarray, orders: np.ndarray) -> np.ndarray:
+    """``log sum_i probs_i e^(t i)`` for every order ``t`` (a log-sum-exp per order, in row blocks)."""
+    support = np.flatnonzero(probs > 0)
+    log_probs = np.log(probs[support])
+    indices = support.astype(float)
+    result = np.empty(orders.size)
+    rows = max(1, 4_000_000 // max(support.size, 1))
+    for start in range(0, orders.size, rows):
+        exponents = np.outer(orders[start : start + rows], indices) + log_probs
+        peak = exponents.max(axis=1)
+        result[start : start + rows] = peak + np.log(np.exp(exponents - peak[:, None]).sum(axis=1))
+    return result

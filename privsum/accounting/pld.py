@@ -193,32 +193,46 @@ class PLDPair:
     @property
     def delta_floor(self) -> float:
         """The reported delta at infinite epsilon: below it `epsilon` is ``inf`` (the pair declines)."""
-        infinite = max(self.forward.get_delta_for_epsilon(math.inf), self.backward.get_delta_for_epsilon(math.inf))
-        return float(min(1.0, self._certified(infinite)))
+        return float(min(1.0, max(pmf._infinity_mass for pmf in self._all_pmfs()) + self.absolute_error))
 
     def delta(self, epsilon: float) -> float:
-        """Upper bound on delta at ``epsilon``: the computed value plus the tracked errors (both directions)."""
+        """Upper bound on delta at ``epsilon``: the computed value plus the tracked errors (both directions).
+
+        Each pmf's mass at infinite loss is exact up to the rounding its composition charged to
+        ``absolute_error``; its finite part is raised by the relative margin.
+        """
         epsilon = check_real(epsilon, "epsilon", "PLDPair.delta", low=0.0)
-        computed = max(self.forward.get_delta_for_epsilon(epsilon), self.backward.get_delta_for_epsilon(epsilon))
-        return float(min(1.0, self._certified(computed)))
+        margin = 1.0 + self._relative_margin()
+        certified = 0.0
+        for pmf in self._all_pmfs():
+            infinite = float(pmf._infinity_mass)
+            finite = max(0.0, float(pmf.get_delta_for_epsilon(epsilon)) - infinite)
+            certified = max(certified, infinite + self.absolute_error + finite * margin)
+        return float(min(1.0, certified))
 
     def epsilon(self, delta: float) -> float:
         """Upper bound on epsilon at ``delta`` (at least 0, rounded up); ``inf`` where the errors leave no certified answer."""
         delta = check_delta(delta, "PLDPair.epsilon")
-        target = delta / (1.0 + self._relative_margin()) - self.absolute_error
-        if not target > 0.0:
+        margin = 1.0 + self._relative_margin()
+        computed = 0.0
+        for pmf in self._all_pmfs():
+            infinite = float(pmf._infinity_mass)
+            room = delta - infinite - self.absolute_error  # what the finite losses may contribute
+            if room < 0.0:
+                return math.inf
+            computed = max(computed, _pmf_epsilon(pmf, infinite + room / margin))
+        if math.isinf(computed):
             return math.inf
-        directions = [self.forward] if self.backward is self.forward else [self.forward, self.backward]
-        computed = max(0.0, *(_distribution_epsilon(direction, target) for direction in directions))
         return float(computed * (1.0 + ROUNDING_MARGIN) + _ABSOLUTE_EPSILON_MARGIN) if computed > 0.0 else 0.0
 
-    def _certified(self, computed: float) -> float:
-        return (computed + self.absolute_error) * (1.0 + self._relative_margin())
+    def _all_pmfs(self) -> list[Any]:
+        pmfs = _pmfs(self.forward)
+        return pmfs if self.backward is self.forward else pmfs + _pmfs(self.backward)
 
     def _relative_margin(self) -> float:
         """``relative_error`` as a bound on ``exact / computed - 1``, plus the evaluation's rounding and the margin."""
         relative = self.relative_error / (1.0 - self.relative_error) if self.relative_error < 0.5 else math.inf
-        largest = max(_pmf_size(pmf) for direction in (self.forward, self.backward) for pmf in _pmfs(direction))
+        largest = max(int(pmf.size) for pmf in self._all_pmfs())
         return relative + 2.0 * (largest + 4) * _UNIT_ROUNDOFF + ROUNDING_MARGIN
 
     def with_errors(self, absolute_error: float, relative_error: float) -> PLDPair:
@@ -234,10 +248,6 @@ def _scaled_power(factor: float, base: float, exponent: int) -> float:
 
 def _pmfs(distribution: pld_lib.PrivacyLossDistribution) -> list[Any]:
     return [distribution._pmf_remove] if distribution._symmetric else [distribution._pmf_remove, distribution._pmf_add]
-
-
-def _pmf_size(pmf: Any) -> int:
-    return int(pmf.size)
 
 
 def _one_direction(
@@ -289,12 +299,6 @@ def _split_on_grid(losses: np.ndarray, masses: np.ndarray, interval: float) -> t
     share = np.clip(share, 0.0, 1.0)
     indices = np.concatenate([below, above]).astype(np.int64)
     return indices, np.concatenate([masses * (1.0 - share), masses * share])
-
-
-def _distribution_epsilon(distribution: pld_lib.PrivacyLossDistribution, delta: float) -> float:
-    """``distribution.get_epsilon_for_delta(delta)``, vectorised for dense PMFs (dp-accounting loops in Python)."""
-    pmfs = [distribution._pmf_remove] if distribution._symmetric else [distribution._pmf_remove, distribution._pmf_add]
-    return max(_pmf_epsilon(pmf, delta) for pmf in pmfs)
 
 
 def _pmf_epsilon(pmf: Any, delta: float) -> float:

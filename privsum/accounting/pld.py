@@ -325,7 +325,7 @@ def _pmf_epsilon(pmf: Any, delta: float) -> float:
         return max(0.0, pmf.get_epsilon_for_delta(delta))
     upper = np.concatenate([[infinity_mass], infinity_mass + np.cumsum(masses)])  # before item k, then all
     lower = np.concatenate([[0.0], np.cumsum(masses * np.exp(-descending))])
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         implied = np.where((upper > delta) & (lower > 0.0), np.log((upper - delta) / lower), -math.inf)
     stops = np.flatnonzero(implied[:-1] >= descending)
     final = implied[stops[0]] if stops.size else implied[-1]

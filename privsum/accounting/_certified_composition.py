@@ -28,6 +28,8 @@ The bound for ``y = irfft(rfft(x, N) ** k, N)`` on an output window of ``L`` ent
    ``F^-1 D``: at most ``L ||D||_1 / N`` or ``sqrt(L / N) ||D||_2`` in L1 on the window (the
    full spectrum's norms, twice the half spectrum's). The inverse's own rounding adds, by step 1,
    at most ``rho ||Z^||_1 / N`` per output, ``L rho ||Z^||_1 / N`` in all.
+   Composing two different pmfs multiplies two transforms instead: ``|X^ Y^ - X Y| <= |X^ - X| |Y^| +
+   |X| |Y^ - Y|`` plus the product's rounding, then the same inverse step (`product_error_bound`).
 4. **Window.** The window holds all but a Chernoff-bounded mass ``T`` of the exact power; the rest
    is counted as infinite loss (as dp-accounting does) and, folded into the window by the
    circular convolution, moves at most ``T`` more.
@@ -49,7 +51,8 @@ from typing import Any
 
 import numpy as np
 
-from privsum._convolution import _FFT_CONSTANT, _UNIT_ROUNDOFF, convolve_pmfs
+from privsum._convolution import _FFT_CONSTANT, _UNIT_ROUNDOFF
+from privsum._convolution import DIRECT_WORK_LIMIT as _DIRECT_CONVOLUTION_WORK
 
 __all__ = ["TAIL_MASS_TRUNCATION", "compose_pmfs", "self_compose_pmf"]
 
@@ -122,9 +125,9 @@ def compose_pmfs(first: Any, second: Any) -> tuple[Any, float, float]:
         composed = first.compose(second)  # dp-accounting's direct double loop
         return pld_pmf.SparsePLDPmf(composed._loss_probs, first._discretization, infinity_mass, True), 0.0, relative
     a, b = (pmf if isinstance(pmf, pld_pmf.DensePLDPmf) else pmf.to_dense_pmf() for pmf in (first, second))
-    values, error = convolve_pmfs(np.maximum(a._probs, 0.0), np.maximum(b._probs, 0.0), allowed_error=math.inf)
+    values, error, relative = convolve_certified(np.maximum(a._probs, 0.0), np.maximum(b._probs, 0.0))
     composed = pld_pmf.DensePLDPmf(a._discretization, a._lower_loss + b._lower_loss, values, infinity_mass, True)
-    return composed, error, relative if error == 0.0 else 0.0
+    return composed, error, relative
 
 
 def _direct_power(probs: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray] | None:
@@ -135,7 +138,12 @@ def _direct_power(probs: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray
     error stays below ``2 count (_MAX_DIRECT_ATOMS + 2) u``.
     """
     support = np.flatnonzero(probs)
-    if support.size == 0 or support.size > _MAX_DIRECT_ATOMS:
+    if support.size == 0:
+        return None
+    if (probs.size - 1) * count + 1 <= _MAX_DIRECT_ATOMS:  # short: dense repeated squaring by direct convolution
+        dense = _dense_power(probs, count)
+        return np.arange(dense.size, dtype=np.int64), dense
+    if support.size > _MAX_DIRECT_ATOMS:
         return None
     base = (support.astype(np.int64), probs[support])
     result: tuple[np.ndarray, np.ndarray] | None = None
@@ -150,6 +158,18 @@ def _direct_power(probs: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray
             base = _atom_product(base, base)
             if base is None:
                 return None
+    return result
+
+
+def _dense_power(probs: np.ndarray, count: int) -> np.ndarray:
+    """``count``-fold direct convolution of a short pmf by repeated squaring."""
+    result, base, remaining = np.array([1.0]), probs, count
+    while remaining:
+        if remaining & 1:
+            result = np.convolve(result, base)
+        remaining >>= 1
+        if remaining:
+            base = np.convolve(base, base)
     return result
 
 
@@ -208,8 +228,7 @@ def power_error_bound(
     spectrum: np.ndarray, powered: np.ndarray, count: int, size: int, length: int, norm1: float
 ) -> float:
     """The module docstring's L1 bound for ``irfft(powered, size)`` on ``length`` entries (without the window's ``T``)."""
-    factor = rho(size)
-    beta = factor * norm1
+    beta = rho(size) * norm1
     modulus = np.abs(spectrum)
     largest = np.maximum(modulus, np.minimum(norm1, modulus + beta))
     with np.errstate(divide="ignore", under="ignore", over="ignore", invalid="ignore"):
@@ -217,18 +236,52 @@ def power_error_bound(
         log_modulus = np.where(modulus > 0, np.abs(np.log(modulus)), 0.0)
         relative = (4.0 * count * (log_modulus + math.pi) + 8.0) * _UNIT_ROUNDOFF
         power_rounding = np.where(relative < 0.5, relative / (1.0 - relative), math.inf) * np.abs(powered)
-    spectral = propagated + power_rounding
-    # Half spectrum to full: every entry but the first (and the last for even sizes) appears twice.
-    weights = np.full(spectral.size, 2.0)
+    return _output_error(propagated + power_rounding, np.abs(powered), size, length)
+
+
+def product_error_bound(first: np.ndarray, second: np.ndarray, size: int, norms: tuple[float, float]) -> float:
+    """L1 bound for ``irfft(first * second, size)`` (all ``size`` entries), ``first`` and ``second`` the computed
+    ``rfft`` of pmfs with L1 norms ``norms``: steps 1 and 3 of the module docstring, with
+    ``|X^Y^ - XY| <= |X^ - X| |Y^| + |X| |Y^ - Y|`` and the product's own rounding (``3 u |X^ Y^|``)."""
+    beta_first, beta_second = rho(size) * norms[0], rho(size) * norms[1]
+    modulus_first, modulus_second = np.abs(first), np.abs(second)
+    exact_first = np.minimum(norms[0], modulus_first + beta_first)
+    product = modulus_first * modulus_second
+    spectral = beta_first * modulus_second + exact_first * beta_second + 3.0 * _UNIT_ROUNDOFF * product
+    return _output_error(spectral, product, size, size)
+
+
+def _output_error(spectral: np.ndarray, computed: np.ndarray, size: int, length: int) -> float:
+    """Step 3: an error ``spectral`` in a half spectrum, and the inverse's rounding of ``computed``, on ``length`` outputs."""
+    weights = np.full(spectral.size, 2.0)  # half spectrum to full: all but the first (and an even size's last) twice
     weights[0] = 1.0
     if size % 2 == 0:
         weights[-1] = 1.0
     l1_full = float(np.dot(weights, spectral))
     l2_full = math.sqrt(float(np.dot(weights, spectral * spectral)))
     from_spectrum = min(length * l1_full / size, math.sqrt(length / size) * l2_full)
-    inverse_rounding = length * factor * float(np.dot(weights, np.abs(powered))) / size
+    inverse_rounding = length * rho(size) * float(np.dot(weights, computed)) / size
     total = (from_spectrum + inverse_rounding) * _BOUND_SLACK
     return total if math.isfinite(total) else math.inf
+
+
+def convolve_certified(first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """Full convolution of two non-negative arrays: ``(values, L1 error bound, relative error)``.
+
+    Direct (relative error ``n u`` per entry for sums of ``n`` products) when short, otherwise by FFT
+    with `product_error_bound`; negative outputs are clipped to zero.
+    """
+    from scipy import fft
+
+    length = first.size + second.size - 1
+    if first.size * second.size <= _DIRECT_CONVOLUTION_WORK or min(first.size, second.size) <= 64:
+        return np.convolve(first, second), 0.0, (min(first.size, second.size) + 2) * _UNIT_ROUNDOFF
+    size = fft.next_fast_len(length, real=True)
+    first_spectrum, second_spectrum = fft.rfft(first, size), fft.rfft(second, size)
+    values = fft.irfft(first_spectrum * second_spectrum, size)[:length]
+    np.maximum(values, 0.0, out=values)
+    bound = product_error_bound(first_spectrum, second_spectrum, size, (float(first.sum()), float(second.sum())))
+    return values, bound, 0.0
 
 
 def chernoff_window(probs: np.ndarray, count: int, tail_mass: float) -> tuple[int, int]:

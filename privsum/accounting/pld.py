@@ -12,17 +12,17 @@ floating point, so each pair also carries what the arithmetic may have moved:
 * ``relative_error``: the entries' relative error from the single events' construction
   (``2^-40`` each) and from direct convolutions, compounded over the compositions.
 
-A reported delta is ``(computed + absolute_error) (1 + relative margin)``, with the margin
-covering ``relative_error``, the evaluation's own rounding and `ROUNDING_MARGIN`; a reported
-epsilon is the least whose reported delta meets the target, rounded up. Where the absolute error
-alone reaches the requested delta the pair **declines**: `epsilon` returns ``inf`` (and the
-accountant's ``"best"`` answers with another certified method).
+A reported delta is ``infinite-loss mass + absolute_error + finite part (1 + relative margin)``,
+with the margin covering ``relative_error``, the evaluation's own rounding and `ROUNDING_MARGIN`;
+a reported epsilon is the least whose reported delta meets the target, rounded up. Where the
+infinite-loss mass and the absolute error alone reach the requested delta the pair **declines**:
+`epsilon` returns ``inf`` (and the accountant's ``"best"`` answers with another certified method).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -234,10 +234,6 @@ class PLDPair:
         relative = self.relative_error / (1.0 - self.relative_error) if self.relative_error < 0.5 else math.inf
         largest = max(int(pmf.size) for pmf in self._all_pmfs())
         return relative + 2.0 * (largest + 4) * _UNIT_ROUNDOFF + ROUNDING_MARGIN
-
-    def with_errors(self, absolute_error: float, relative_error: float) -> PLDPair:
-        """The same distributions carrying other error bounds (for builders that know their own)."""
-        return replace(self, absolute_error=absolute_error, relative_error=relative_error)
 
 
 def _scaled_power(factor: float, base: float, exponent: int) -> float:

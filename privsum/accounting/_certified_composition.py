@@ -4,7 +4,7 @@ A composed PLD is a convolution power of the single event's pmf. dp-accounting e
 FFT (``irfft(rfft(p) ** k)``) whose round-off is an *absolute* error spread over every entry, the
 tiny tail entries that decide a small delta included: left unbounded it made the accountant report
 an epsilon below the exact one (issues 31 and 32). Here every composition returns, with the pmf,
-an upper bound ``E`` on the L1 distance between the computed entries and the exact convolution of
+a stated upper bound ``E`` (a first-order round-off analysis, below) on the L1 distance between the computed entries and the exact convolution of
 its inputs. Since ``delta(epsilon) = inf_mass + sum_l p_l (1 - e^(epsilon - l))_+`` weighs every
 entry by a number in ``[0, 1]``, the exact delta is at most the computed one plus ``E``
 (`privsum.accounting.pld.PLDPair` adds it, and declines where it swamps the target).

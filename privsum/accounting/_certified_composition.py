@@ -1,12 +1,13 @@
-"""Composition of discretised privacy-loss pmfs with a proven bound on the floating-point error.
+"""Composition of discretised privacy-loss pmfs with a stated bound on the floating-point error.
 
 A composed PLD is a convolution power of the single event's pmf. dp-accounting evaluates it by an
 FFT (``irfft(rfft(p) ** k)``) whose round-off is an *absolute* error spread over every entry, the
 tiny tail entries that decide a small delta included: left unbounded it made the accountant report
 an epsilon below the exact one (issues 31 and 32). Here every composition returns, with the pmf,
-a stated upper bound ``E`` (a first-order round-off analysis, below) on the L1 distance between the computed entries and the exact convolution of
-its inputs. Since ``delta(epsilon) = inf_mass + sum_l p_l (1 - e^(epsilon - l))_+`` weighs every
-entry by a number in ``[0, 1]``, the exact delta is at most the computed one plus ``E``
+a stated upper bound ``E`` (a first-order round-off analysis, below) on the L1 distance between
+the computed entries and the exact convolution of its inputs. Since
+``delta(epsilon) = inf_mass + sum_l p_l (1 - e^(epsilon - l))_+`` weighs every entry by a number
+in ``[0, 1]``, the exact delta is at most the computed one plus ``E``
 (`privsum.accounting.pld.PLDPair` adds it, and declines where it swamps the target).
 
 The bound for ``y = irfft(rfft(x, N) ** k, N)`` on an output window of ``L`` entries, with

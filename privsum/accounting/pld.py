@@ -6,9 +6,9 @@ maximum of the two. All PLDs are built with pessimistic discretisation (a domina
 one given, exact at every multiple of the discretisation). Their compositions are computed in
 floating point, so each pair also carries what the arithmetic may have moved:
 
-* ``absolute_error``: a stated bound (first-order round-off analysis) on the L1 distance between the computed pmf and the exact
-  composition (the FFT's round-off and the mass folded in by its window,
-  `privsum.accounting._certified_composition`), added to every delta;
+* ``absolute_error``: a stated bound (a first-order round-off analysis) on the L1 distance
+  between the computed pmf and the exact composition (the FFT's round-off and the mass folded in
+  by its window, `privsum.accounting._certified_composition`), added to every delta;
 * ``relative_error``: the entries' relative error from the single events' construction
   (``2^-40`` each) and from direct convolutions, compounded over the compositions.
 

@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from privsum._convolution import _FFT_CONSTANT, _UNIT_ROUNDOFF
+from privsum._convolution import _FFT_CONSTANT, _UNIT_ROUNDOFF, fft_error_bound
 from privsum._convolution import DIRECT_WORK_LIMIT as _DIRECT_CONVOLUTION_WORK
 
 __all__ = ["TAIL_MASS_TRUNCATION", "compose_pmfs", "self_compose_pmf"]
@@ -270,7 +270,9 @@ def convolve_certified(first: np.ndarray, second: np.ndarray) -> tuple[np.ndarra
     """Full convolution of two non-negative arrays: ``(values, L1 error bound, relative error)``.
 
     Direct (relative error ``n u`` per entry for sums of ``n`` products) when short, otherwise by FFT
-    with `product_error_bound`; negative outputs are clipped to zero.
+    with the smaller of `product_error_bound` and `privsum._convolution.fft_error_bound` (normwise;
+    it assumes a transform length at least scipy's next fast length used here, and grows with the
+    length, so it covers this one); negative outputs are clipped to zero.
     """
     from scipy import fft
 
@@ -282,7 +284,7 @@ def convolve_certified(first: np.ndarray, second: np.ndarray) -> tuple[np.ndarra
     values = fft.irfft(first_spectrum * second_spectrum, size)[:length]
     np.maximum(values, 0.0, out=values)
     bound = product_error_bound(first_spectrum, second_spectrum, size, (float(first.sum()), float(second.sum())))
-    return values, bound, 0.0
+    return values, min(bound, fft_error_bound(first, second)), 0.0  # two valid bounds: the normwise one of _convolution
 
 
 def chernoff_window(probs: np.ndarray, count: int, tail_mass: float) -> tuple[int, int]:

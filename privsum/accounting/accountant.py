@@ -12,8 +12,9 @@ import warnings
 from dataclasses import dataclass
 
 from privsum._validation import check_choice, check_delta, check_integer, check_real, invalid
-from privsum.accounting.composition import exact_weighted_sum
-from privsum.accounting.events import ComposedEvent, GuaranteeEvent, PrivacyEvent
+from privsum.accounting.composition import drift_term, exact_weighted_sum
+from privsum.accounting.events import ComposedEvent, GuaranteeEvent, PrivacyEvent, RelationEvent
+from privsum.accounting.gaussian import GaussianEvent, gaussian_delta, gaussian_epsilon
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee, ThreatModel
 from privsum.accounting.homogeneous import optimal_composition, optimal_composition_delta, optimal_composition_floor
 from privsum.accounting.pld import DEFAULT_DISCRETIZATION, PLDPair
@@ -22,6 +23,8 @@ from privsum.exceptions import BudgetExceededError, DeltaFloorWarning, InvalidPa
 __all__ = ["COMPOSITION_METHODS", "LedgerEntry", "PrivacyAccountant"]
 
 COMPOSITION_METHODS = ("best", "pld", "optimal", "advanced", "basic")
+# Relative margin on the Gaussian closed form's delta (its float evaluation: log_ndtr, expm1).
+_CLOSED_FORM_MARGIN = 1e-9
 
 
 @dataclass(frozen=True)
@@ -52,11 +55,16 @@ class PrivacyAccountant:
             accepted as an alias of this (British) canonical spelling.
         budget: optional cap; `compose` raises `BudgetExceededError` (and records nothing) when
             the communication-threat total at ``budget.delta`` would exceed ``budget.epsilon``.
-        method: default composition method: ``"best"`` (the smallest of the valid bounds below),
-            ``"pld"`` (numerical, pessimistic), ``"optimal"`` (the exact composition of as many
+        method: default composition method: ``"best"`` (the minimum over the certified upper
+            bounds below, each of which holds at every count: a method that cannot certify an
+            answer declines, and basic composition always answers), ``"pld"`` (numerical,
+            pessimistic, with its floating-point error bounded and added to delta; ``inf`` where
+            that error leaves no certified answer), ``"optimal"`` (the exact composition of as many
             ``(epsilon0, delta0)``-DP mechanisms, with the largest headline epsilon and delta of
             the events: Kairouz, Oh & Viswanath, ICML 2015), ``"advanced"`` (heterogeneous
-            Dwork-Rothblum-Vadhan) or ``"basic"``.
+            Dwork-Rothblum-Vadhan) or ``"basic"``. When every event is a `GaussianEvent`,
+            ``"best"`` also considers their exact composition: one Gaussian mechanism with
+            ``1/sigma^2 = sum_j count_j Delta_j^2 / sigma_j^2`` (Balle & Wang's formula).
         discretization: PLD loss discretisation interval.
 
     Privacy:
@@ -187,7 +195,8 @@ class PrivacyAccountant:
             if delta < floor < 1.0:
                 warnings.warn(
                     f"No finite epsilon at delta={delta:.3g}: the composed events' deltas add up to a floor of "
-                    f"{floor:.6g} (each (epsilon, delta) guarantee keeps its delta under composition); epsilon is inf. "
+                    f"{floor:.6g} (each (epsilon, delta) guarantee keeps its delta under composition; a numerical "
+                    "composition adds its certified rounding error); epsilon is inf. "
                     f"Ask for a delta above {floor:.6g} (min_delta()), or compose events with exact privacy profiles.",
                     DeltaFloorWarning,
                     stacklevel=2,
@@ -198,25 +207,28 @@ class PrivacyAccountant:
         """The delta floor: below it `epsilon` is ``inf`` (1.0 when some event has no finite guarantee).
 
         Basic and advanced composition need ``delta`` above the sum of the events' deltas;
-        numerical (PLD) composition needs it at least the composed loss distribution's mass at
-        infinite loss. With ``method="best"`` the floor is the smaller of the two.
+        numerical (PLD) composition needs it above the composed loss distribution's mass at
+        infinite loss plus its certified numerical error. With ``method="best"`` the floor is the
+        smallest of the methods' floors (0 when the events are Gaussian: their exact composition
+        has no floor).
         """
         entries = self._observed(threat_model)
         if not entries:
             return 0.0
         if any(not entry.event.guarantee.is_finite for entry in entries):
             return 1.0
-        method = self._method(method)
         floors = []
-        if method in ("basic", "advanced", "best"):
-            floors.append(min(1.0, _advanced_terms(entries)[2]))
-        if method in ("optimal", "best"):
-            floors.append(_optimal_floor(entries))
-        if method in ("pld", "best"):
-            pld = self._pld_or_none(entries, required=method == "pld")  # the mass at infinite loss, in either direction
-            if pld is not None:
-                infinite_loss = max(pld.forward.get_delta_for_epsilon(math.inf), pld.backward.get_delta_for_epsilon(math.inf))
-                floors.append(float(min(1.0, infinite_loss)))
+        for name in self._methods(method, entries):
+            if name in ("basic", "advanced"):
+                floors.append(min(1.0, _advanced_terms(entries)[2]))
+            elif name == "optimal":
+                floors.append(_optimal_floor(entries))
+            elif name == "gaussian":
+                floors.append(0.0)
+            else:
+                pld = self._pld_or_none(entries, required=method == "pld")
+                if pld is not None:
+                    floors.append(pld.delta_floor)
         return min(floors)
 
     def _epsilon(self, delta: float, threat_model: ThreatModel | str, method: str | None) -> float:
@@ -225,18 +237,20 @@ class PrivacyAccountant:
             return 0.0
         if any(not entry.event.guarantee.is_finite for entry in entries):
             return math.inf
-        method = self._method(method)
         candidates = []
-        if method in ("basic", "best"):
-            candidates.append(_basic_epsilon(entries, delta))
-        if method in ("advanced", "best"):
-            candidates.append(_advanced_epsilon(entries, delta))
-        if method in ("optimal", "best"):
-            candidates.append(_optimal_epsilon(entries, delta))
-        if method in ("pld", "best"):
-            pld = self._pld_or_none(entries, required=method == "pld")
-            if pld is not None:
-                candidates.append(pld.epsilon(delta))
+        for name in self._methods(method, entries):
+            if name == "basic":
+                candidates.append(_basic_epsilon(entries, delta))
+            elif name == "advanced":
+                candidates.append(_advanced_epsilon(entries, delta))
+            elif name == "optimal":
+                candidates.append(_optimal_epsilon(entries, delta))
+            elif name == "gaussian":
+                candidates.append(_gaussian_epsilon(entries, delta))
+            else:
+                pld = self._pld_or_none(entries, required=self._method(method) == "pld")
+                if pld is not None:
+                    candidates.append(pld.epsilon(delta))
         return min(candidates)
 
     def delta(
@@ -249,18 +263,21 @@ class PrivacyAccountant:
             return 0.0
         if any(not entry.event.guarantee.is_finite for entry in entries):
             return 1.0
-        method = self._method(method)
         candidates = []
-        if method in ("basic", "best"):
-            candidates.append(_basic_delta(entries) if _basic_sum(entries, "epsilon") <= epsilon else 1.0)
-        if method in ("advanced", "best"):
-            candidates.append(_advanced_delta(entries, epsilon))
-        if method in ("optimal", "best"):
-            candidates.append(optimal_composition_delta(*_homogeneous(entries), epsilon))
-        if method in ("pld", "best"):
-            pld = self._pld_or_none(entries, required=method == "pld")
-            if pld is not None:
-                candidates.append(pld.delta(epsilon))
+        for name in self._methods(method, entries):
+            if name == "basic":
+                candidates.append(_basic_delta(entries) if _basic_sum(entries, "epsilon") <= epsilon else 1.0)
+            elif name == "advanced":
+                candidates.append(_advanced_delta(entries, epsilon))
+            elif name == "optimal":
+                candidates.append(optimal_composition_delta(*_homogeneous(entries), epsilon))
+            elif name == "gaussian":
+                ratio = _gaussian_ratio(entries)
+                candidates.append(min(1.0, gaussian_delta(epsilon, sigma=ratio, sensitivity=1.0) * (1.0 + _CLOSED_FORM_MARGIN)))
+            else:
+                pld = self._pld_or_none(entries, required=self._method(method) == "pld")
+                if pld is not None:
+                    candidates.append(pld.delta(epsilon))
         return min(candidates)
 
     def guarantee(
@@ -287,6 +304,23 @@ class PrivacyAccountant:
 
     def _method(self, method: str | None) -> str:
         return self.method if method is None else check_choice(method, "method", "PrivacyAccountant", COMPOSITION_METHODS)
+
+    def _methods(self, method: str | None, entries: list[LedgerEntry]) -> tuple[str, ...]:
+        """The methods to evaluate: the one asked for, or under ``"best"`` every certified one that may be smallest.
+
+        Under ``"best"`` an exact closed form replaces the PLD (which, certified, is never below
+        the exact value): the Gaussian composition when every event is a `GaussianEvent`, and
+        the optimal composition when every event is one and the same `GuaranteeEvent` headline
+        (its worst case is exactly what the PLD of a guarantee composes).
+        """
+        chosen = self._method(method)
+        if chosen != "best":
+            return (chosen,)
+        if _gaussian_ratio(entries) is not None:
+            return ("basic", "advanced", "optimal", "gaussian")
+        if _same_guarantee_events(entries):
+            return ("basic", "advanced", "optimal")
+        return ("basic", "advanced", "optimal", "pld")
 
     def _pld(self, entries: list[LedgerEntry]) -> PLDPair:
         total = entries[0].composed.pld(self.discretization)
@@ -327,9 +361,9 @@ def _basic_epsilon(entries: list[LedgerEntry], delta: float) -> float:
 
 
 def _advanced_terms(entries: list[LedgerEntry]) -> tuple[float, float, float]:
-    """Sum of epsilon_j^2, sum of epsilon_j (e^epsilon_j - 1), and sum of delta_j."""
+    """Sum of epsilon_j^2, sum of epsilon_j (e^epsilon_j - 1) (``inf`` past float range), and sum of delta_j."""
     squares = math.fsum(e.count * e.event.guarantee.epsilon**2 for e in entries)
-    drift = math.fsum(e.count * e.event.guarantee.epsilon * math.expm1(e.event.guarantee.epsilon) for e in entries)
+    drift = math.fsum(e.count * drift_term(e.event.guarantee.epsilon) for e in entries)
     deltas = math.fsum(e.count * e.event.guarantee.delta for e in entries)
     return squares, drift, deltas
 
@@ -369,8 +403,7 @@ def _homogeneous(entries: list[LedgerEntry]) -> tuple[PrivacyGuarantee, int]:
 
 
 def _innermost_runs(event: PrivacyEvent, count: int) -> tuple[PrivacyGuarantee, int]:
-    while isinstance(event, ComposedEvent):
-        event, count = event.event, count * event.count
+    event, count = _innermost(event, count)
     return event.guarantee, count
 
 
@@ -384,3 +417,49 @@ def _optimal_epsilon(entries: list[LedgerEntry], delta: float) -> float:
     if not delta > _optimal_floor(entries):
         return math.inf
     return optimal_composition(worst, count, delta).epsilon
+
+
+def _innermost(event: PrivacyEvent, count: int) -> tuple[PrivacyEvent, int]:
+    """The event inside `ComposedEvent` and `RelationEvent` wrappers, and how many times it runs."""
+    while isinstance(event, (ComposedEvent, RelationEvent)):
+        if isinstance(event, ComposedEvent):
+            count *= event.count
+        event = event.event
+    return event, count
+
+
+def _same_guarantee_events(entries: list[LedgerEntry]) -> bool:
+    """Whether every run is a `GuaranteeEvent` with one and the same ``(epsilon, delta)``."""
+    events = [_innermost(entry.event, entry.count)[0] for entry in entries]
+    if not all(isinstance(event, GuaranteeEvent) for event in events):
+        return False
+    return len({(event.guarantee.epsilon, event.guarantee.delta) for event in events}) == 1
+
+
+def _gaussian_epsilon(entries: list[LedgerEntry], delta: float) -> float:
+    """The exact composition's epsilon (`_gaussian_ratio`), ``inf`` at ``delta = 0`` or beyond ``10^6``."""
+    if not delta > 0.0:
+        return math.inf
+    try:
+        return gaussian_epsilon(delta * (1.0 - _CLOSED_FORM_MARGIN), sigma=_gaussian_ratio(entries), sensitivity=1.0)
+    except InvalidParameterError:  # no epsilon up to 10^6 meets delta
+        return math.inf
+
+
+def _gaussian_ratio(entries: list[LedgerEntry]) -> float | None:
+    """``sigma / Delta`` of the one Gaussian mechanism all entries compose to, or ``None`` if some event is not Gaussian.
+
+    ``k`` releases with noise ``sigma_j`` and sensitivity ``Delta_j`` (adaptively chosen or not)
+    are exactly as private as one release with ``(Delta / sigma)^2 = sum_j k_j (Delta_j / sigma_j)^2``
+    (the Gaussian mechanisms' trade-off functions compose to a Gaussian one: Dong, Roth & Su,
+    "Gaussian Differential Privacy", JRSS-B 2022, Corollary 3.3).
+    """
+    total = 0.0
+    for entry in entries:
+        event, count = _innermost(entry.event, entry.count)
+        if not isinstance(event, GaussianEvent):
+            return None
+        total += count * (event.sensitivity / event.sigma) ** 2
+    if not (total > 0.0 and math.isfinite(total)):
+        return None
+    return 1.0 / (math.sqrt(total) * (1.0 + _CLOSED_FORM_MARGIN))  # rounded down: less noise is never more private

@@ -21,6 +21,7 @@ __all__ = [
     "advanced_composition",
     "advanced_composition_epsilon",
     "basic_composition",
+    "drift_term",
     "exact_weighted_sum",
     "parallel_composition",
     "pure_composition",
@@ -166,7 +167,17 @@ def advanced_composition_epsilon(epsilon0: float, count: int, delta_slack: float
     epsilon0 = check_epsilon(epsilon0, owner, "epsilon0")
     count = check_integer(count, "count", owner, low=1)
     delta_slack = check_delta(delta_slack, owner, "delta_slack", allow_zero=False)
-    return epsilon0 * math.sqrt(2.0 * count * math.log(1.0 / delta_slack)) + count * epsilon0 * math.expm1(epsilon0)
+    return epsilon0 * math.sqrt(2.0 * count * math.log(1.0 / delta_slack)) + count * drift_term(epsilon0)
+
+
+def drift_term(epsilon0: float) -> float:
+    """``epsilon0 (e^epsilon0 - 1)``, the per-mechanism drift of advanced composition (``inf`` past float range).
+
+    Examples:
+        >>> round(drift_term(0.1), 6), drift_term(1000.0)
+        (0.010517, inf)
+    """
+    return epsilon0 * math.expm1(epsilon0) if epsilon0 < 700.0 else math.inf
 
 
 def advanced_composition(guarantee: PrivacyGuarantee, count: int, delta_slack: float) -> PrivacyGuarantee:

@@ -1,11 +1,22 @@
-"""Numerical composition of privacy-loss distributions (PLDs) with ``dp-accounting``.
+"""Numerical composition of privacy-loss distributions (PLDs), certified against floating point.
 
 A `PLDPair` holds the PLD of each direction of a neighbouring pair (``P`` vs ``Q`` and ``Q`` vs
 ``P``); composing two pairs composes each direction, and the reported delta or epsilon is the
 maximum of the two. All PLDs are built with pessimistic discretisation (a dominating pair of the
-one given, exact at every multiple of the discretisation), so every number is an upper bound on
-the true privacy loss; the float rounding of the FFT composition is covered by rounding every
-reported epsilon and delta up by a relative `ROUNDING_MARGIN` (epsilon also by ``1e-12``).
+one given, exact at every multiple of the discretisation). Their compositions are computed in
+floating point, so each pair also carries what the arithmetic may have moved:
+
+* ``absolute_error``: a stated bound (a first-order round-off analysis) on the L1 distance
+  between the computed pmf and the exact composition (the FFT's round-off and the mass folded in
+  by its window, `privsum.accounting._certified_composition`), added to every delta;
+* ``relative_error``: the entries' relative error from the single events' construction
+  (``2^-40`` each) and from direct convolutions, compounded over the compositions.
+
+A reported delta is ``infinite-loss mass + absolute_error + finite part (1 + relative margin)``,
+with the margin covering ``relative_error``, the evaluation's own rounding and `ROUNDING_MARGIN`;
+a reported epsilon is the least whose reported delta meets the target, rounded up. Where the
+infinite-loss mass and the absolute error alone reach the requested delta the pair **declines**:
+`epsilon` returns ``inf`` (and the accountant's ``"best"`` answers with another certified method).
 """
 
 from __future__ import annotations
@@ -17,7 +28,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from privsum._convolution import _UNIT_ROUNDOFF
 from privsum._validation import check_delta, check_integer, check_real, invalid
+from privsum.accounting._certified_composition import compose_pmfs, self_compose_pmf
 from privsum.accounting.guarantee import PrivacyGuarantee
 from privsum.accounting.profile import PrivacyProfile
 
@@ -29,12 +42,6 @@ __all__ = ["DEFAULT_DISCRETIZATION", "PLDPair"]
 DEFAULT_DISCRETIZATION = 1e-4
 # Largest epsilon of a guarantee turned into a PLD (the worst (epsilon, delta) mechanism needs e^epsilon).
 _MAX_PLD_EPSILON = 500.0
-#: Self-compositions up to this count use dp-accounting's ``self_compose`` unchanged; larger
-#: counts use `_self_compose_large` (the same FFT power with a Chernoff window that stays
-#: narrow at any count).
-DIRECT_SELF_COMPOSE_MAX = 4096
-#: Tail mass a self-composition may truncate (counted as infinite loss, as dp-accounting does).
-_TAIL_MASS_TRUNCATION = 1e-15
 #: Largest composed PMF (entries) a self-composition builds.
 _MAX_COMPOSED_ENTRIES = 1 << 24
 #: Mass of a profile's PLD (each direction) whose extreme losses may be moved pessimistically:
@@ -42,10 +49,13 @@ _MAX_COMPOSED_ENTRIES = 1 << 24
 #: losses to infinity. Each move raises delta at every epsilon (also after composition, by at most
 #: the count times this mass), and it keeps the PLD's support to the losses that carry mass.
 LOSS_TAIL_MASS = 1e-18
-#: Relative round-up of every reported epsilon and delta for the FFT composition's float rounding
-#: (of order 1e-10 relative in the composed epsilon where an exact composition is known, e.g.
-#: binary randomized response composed 200 times).
+#: Relative round-up of every reported delta (on top of the tracked errors) and of every reported
+#: epsilon (the logarithm that inverts the last piece of the curve).
 ROUNDING_MARGIN = 1e-9
+#: Relative error of one event's PLD masses as built (logarithms, the split, the sums onto a grid
+#: point, dp-accounting's closed forms): a few ulps per operation and sums of up to thousands of
+#: terms per grid point stay far below it.
+CONSTRUCTION_RELATIVE_ERROR = 2.0**-40
 _ABSOLUTE_EPSILON_MARGIN = 1e-12
 
 
@@ -70,6 +80,8 @@ class PLDPair:
 
     forward: pld_lib.PrivacyLossDistribution
     backward: pld_lib.PrivacyLossDistribution
+    absolute_error: float = 0.0
+    relative_error: float = CONSTRUCTION_RELATIVE_ERROR
 
     @classmethod
     def from_profile(cls, profile: PrivacyProfile, *, discretization: float = DEFAULT_DISCRETIZATION) -> PLDPair:
@@ -133,17 +145,28 @@ class PLDPair:
         return cls(pld, pld)
 
     def compose(self, other: PLDPair) -> PLDPair:
-        """Composition with another pair, direction by direction."""
-        return PLDPair(self.forward.compose(other.forward), self.backward.compose(other.backward))
+        """Composition with another pair, direction by direction (errors propagated, see the module)."""
+        forward, forward_error, relative = _compose_distributions(self.forward, other.forward)
+        if self.backward is self.forward and other.backward is other.forward:
+            backward, backward_error = forward, forward_error
+        else:
+            backward, backward_error, _ = _compose_distributions(self.backward, other.backward)
+        # (p1 + e1) * (p2 + e2) - p1 * p2 = e1 * (p2 + e2) + p1 * e2, with ||p_i||_1 <= 1 + r_i
+        carried = self.absolute_error * (1.0 + other.relative_error + other.absolute_error)
+        carried += other.absolute_error * (1.0 + self.relative_error)
+        absolute = carried + max(forward_error, backward_error)
+        compounded = (1.0 + self.relative_error) * (1.0 + other.relative_error) * (1.0 + relative) - 1.0
+        return PLDPair(forward, backward, absolute, compounded)
 
     def self_compose(self, count: int) -> PLDPair:
         """``count``-fold composition with itself, in time logarithmic in ``count`` (FFT power).
 
-        Up to `DIRECT_SELF_COMPOSE_MAX` this is dp-accounting's ``self_compose``. Beyond, the same
-        FFT power is evaluated on a window chosen by Chernoff bounds over a fine grid of orders
+        The FFT power is evaluated on a window chosen by Chernoff bounds over a fine grid of orders
         (dp-accounting's fixed grid gives windows that grow linearly in ``count``, so ``10**9``
         compositions would not fit in memory); the truncated tails (mass at most ``1e-15``) count
-        as infinite loss, as in dp-accounting, so the result stays an upper bound.
+        as infinite loss, as in dp-accounting, and the transform's round-off is bounded and
+        carried in ``absolute_error`` (`privsum.accounting._certified_composition`), so the
+        result stays an upper bound. Short sparse pmfs are composed directly.
 
         Raises:
             InvalidParameterError: the composed distribution would need more than ``2**24``
@@ -152,22 +175,75 @@ class PLDPair:
         count = check_integer(count, "count", "PLDPair.self_compose", low=1)
         if count == 1:
             return self
-        forward = _self_compose_distribution(self.forward, count)
-        backward = forward if self.backward is self.forward else _self_compose_distribution(self.backward, count)
-        return PLDPair(forward, backward)
+        try:
+            forward, forward_error, relative = _self_compose_distribution(self.forward, count)
+            if self.backward is self.forward:
+                backward, backward_error = forward, forward_error
+            else:
+                backward, backward_error, _ = _self_compose_distribution(self.backward, count)
+        except OverflowError:
+            expected = f"small enough for a composed PLD of at most {_MAX_COMPOSED_ENTRIES} entries"
+            raise invalid("count", "PLDPair.self_compose", expected, count) from None
+        # (p + e)^(*k) - p^(*k) has L1 norm at most k ||e||_1 (||p||_1 + ||e||_1)^(k-1), with ||p||_1 <= 1 + r
+        base = self.relative_error + self.absolute_error
+        carried = _scaled_power(count * self.absolute_error, base, count - 1) if self.absolute_error > 0 else 0.0
+        compounded = math.expm1(count * math.log1p(self.relative_error)) + relative
+        return PLDPair(forward, backward, carried + max(forward_error, backward_error), compounded)
+
+    @property
+    def delta_floor(self) -> float:
+        """The reported delta at infinite epsilon: below it `epsilon` is ``inf`` (the pair declines)."""
+        return float(min(1.0, max(pmf._infinity_mass for pmf in self._all_pmfs()) + self.absolute_error))
 
     def delta(self, epsilon: float) -> float:
-        """Upper bound on delta at ``epsilon`` (maximum over both directions, rounded up for float rounding)."""
+        """Upper bound on delta at ``epsilon``: the computed value plus the tracked errors (both directions).
+
+        Each pmf's mass at infinite loss is exact up to the rounding its composition charged to
+        ``absolute_error``; its finite part is raised by the relative margin.
+        """
         epsilon = check_real(epsilon, "epsilon", "PLDPair.delta", low=0.0)
-        computed = max(self.forward.get_delta_for_epsilon(epsilon), self.backward.get_delta_for_epsilon(epsilon))
-        return float(min(1.0, computed * (1.0 + ROUNDING_MARGIN)))
+        margin = 1.0 + self._relative_margin()
+        certified = 0.0
+        for pmf in self._all_pmfs():
+            infinite = float(pmf._infinity_mass)
+            finite = max(0.0, float(pmf.get_delta_for_epsilon(epsilon)) - infinite)
+            certified = max(certified, infinite + self.absolute_error + finite * margin)
+        return float(min(1.0, certified))
 
     def epsilon(self, delta: float) -> float:
-        """Upper bound on epsilon at ``delta`` (maximum over both directions, at least 0, rounded up for float rounding)."""
+        """Upper bound on epsilon at ``delta`` (at least 0, rounded up); ``inf`` where the errors leave no certified answer."""
         delta = check_delta(delta, "PLDPair.epsilon")
-        directions = [self.forward] if self.backward is self.forward else [self.forward, self.backward]
-        computed = max(0.0, *(_distribution_epsilon(direction, delta) for direction in directions))
+        margin = 1.0 + self._relative_margin()
+        computed = 0.0
+        for pmf in self._all_pmfs():
+            infinite = float(pmf._infinity_mass)
+            room = delta - infinite - self.absolute_error  # what the finite losses may contribute
+            if room < 0.0:
+                return math.inf
+            computed = max(computed, _pmf_epsilon(pmf, infinite + room / margin))
+        if math.isinf(computed):
+            return math.inf
         return float(computed * (1.0 + ROUNDING_MARGIN) + _ABSOLUTE_EPSILON_MARGIN) if computed > 0.0 else 0.0
+
+    def _all_pmfs(self) -> list[Any]:
+        pmfs = _pmfs(self.forward)
+        return pmfs if self.backward is self.forward else pmfs + _pmfs(self.backward)
+
+    def _relative_margin(self) -> float:
+        """``relative_error`` as a bound on ``exact / computed - 1``, plus the evaluation's rounding and the margin."""
+        relative = self.relative_error / (1.0 - self.relative_error) if self.relative_error < 0.5 else math.inf
+        largest = max(int(pmf.size) for pmf in self._all_pmfs())
+        return relative + 2.0 * (largest + 4) * _UNIT_ROUNDOFF + ROUNDING_MARGIN
+
+
+def _scaled_power(factor: float, base: float, exponent: int) -> float:
+    """``factor (1 + base)^exponent``, ``inf`` on overflow."""
+    log_value = math.log(factor) + exponent * math.log1p(base) if factor > 0 else -math.inf
+    return math.exp(log_value) if log_value < 700.0 else math.inf
+
+
+def _pmfs(distribution: pld_lib.PrivacyLossDistribution) -> list[Any]:
+    return [distribution._pmf_remove] if distribution._symmetric else [distribution._pmf_remove, distribution._pmf_add]
 
 
 def _one_direction(
@@ -221,12 +297,6 @@ def _split_on_grid(losses: np.ndarray, masses: np.ndarray, interval: float) -> t
     return indices, np.concatenate([masses * (1.0 - share), masses * share])
 
 
-def _distribution_epsilon(distribution: pld_lib.PrivacyLossDistribution, delta: float) -> float:
-    """``distribution.get_epsilon_for_delta(delta)``, vectorised for dense PMFs (dp-accounting loops in Python)."""
-    pmfs = [distribution._pmf_remove] if distribution._symmetric else [distribution._pmf_remove, distribution._pmf_add]
-    return max(_pmf_epsilon(pmf, delta) for pmf in pmfs)
-
-
 def _pmf_epsilon(pmf: Any, delta: float) -> float:
     """Smallest ``epsilon >= 0`` with ``inf_mass + sum_(l > epsilon) p_l (1 - e^(epsilon - l)) <= delta`` (0 if none needed).
 
@@ -251,7 +321,7 @@ def _pmf_epsilon(pmf: Any, delta: float) -> float:
         return max(0.0, pmf.get_epsilon_for_delta(delta))
     upper = np.concatenate([[infinity_mass], infinity_mass + np.cumsum(masses)])  # before item k, then all
     lower = np.concatenate([[0.0], np.cumsum(masses * np.exp(-descending))])
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         implied = np.where((upper > delta) & (lower > 0.0), np.log((upper - delta) / lower), -math.inf)
     stops = np.flatnonzero(implied[:-1] >= descending)
     final = implied[stops[0]] if stops.size else implied[-1]
@@ -280,59 +350,23 @@ def _trim_extreme_losses(rounded: np.ndarray, masses: np.ndarray, tail_mass: flo
     return rounded[first : last + 1], kept, moved
 
 
-def _self_compose_distribution(distribution: pld_lib.PrivacyLossDistribution, count: int) -> pld_lib.PrivacyLossDistribution:
-    if count <= DIRECT_SELF_COMPOSE_MAX:
-        return distribution.self_compose(count)
-    remove = _self_compose_large(distribution._pmf_remove, count)
+def _self_compose_distribution(
+    distribution: pld_lib.PrivacyLossDistribution, count: int
+) -> tuple[pld_lib.PrivacyLossDistribution, float, float]:
+    """Self-composition of each pmf of a direction: the distribution, its L1 error bound and relative error."""
+    remove, error, relative = self_compose_pmf(distribution._pmf_remove, count, _MAX_COMPOSED_ENTRIES)
     if distribution._symmetric:
-        return pld_library().PrivacyLossDistribution(remove)
-    return pld_library().PrivacyLossDistribution(remove, _self_compose_large(distribution._pmf_add, count))
+        return pld_library().PrivacyLossDistribution(remove), error, relative
+    add, add_error, add_relative = self_compose_pmf(distribution._pmf_add, count, _MAX_COMPOSED_ENTRIES)
+    return pld_library().PrivacyLossDistribution(remove, add), max(error, add_error), max(relative, add_relative)
 
 
-def _self_compose_large(pmf: Any, count: int) -> Any:
-    """dp-accounting's dense ``self_compose`` with a Chernoff window from a fine grid of orders."""
-    from dp_accounting.pld import pld_pmf
-    from scipy import fft
-
-    dense = pmf if isinstance(pmf, pld_pmf.DensePLDPmf) else pmf.to_dense_pmf()
-    probs = np.asarray(dense._probs, dtype=float)
-    low, high = _chernoff_window(probs, count, _TAIL_MASS_TRUNCATION)
-    length = high - low + 1
-    lower_loss = dense._lower_loss * count + low
-    if length > _MAX_COMPOSED_ENTRIES or not abs(lower_loss) + length < 2**62:  # loss indices stay int64 in dp-accounting
-        raise invalid(
-            "count", "PLDPair.self_compose", f"small enough for a composed PLD of at most {_MAX_COMPOSED_ENTRIES} entries", count
-        )
-    size = fft.next_fast_len(max(length, probs.size), real=True)
-    spectrum = fft.rfft(probs, size) ** count
-    composed = np.roll(fft.irfft(spectrum, size), -low)[:length]
-    infinity_mass = _TAIL_MASS_TRUNCATION - math.expm1(count * math.log1p(-dense._infinity_mass))
-    return pld_pmf.DensePLDPmf(dense._discretization, lower_loss, composed, infinity_mass, dense._pessimistic_estimate)
-
-
-def _chernoff_window(probs: np.ndarray, count: int, tail_mass: float) -> tuple[int, int]:
-    """Indices ``[low, high]`` of the ``count``-fold self-convolution of ``probs`` outside which
-    at most ``tail_mass`` lies (Chernoff bound ``P(S >= a) <= E[e^{tS}] e^{-ta}`` on each side,
-    minimised over a grid of orders that includes dp-accounting's, so the window is never wider)."""
-    from scipy import special
-
-    last = probs.size - 1
-    if last == 0:
-        return 0, 0
-    coarse = np.arange(1, 21) / probs.size
-    fine = np.geomspace(1e-3 / (probs.size * math.sqrt(count)), 20.0 / probs.size, 400)
-    positive = np.unique(np.concatenate([coarse, fine]))
-    indices = np.arange(probs.size, dtype=float)
-    log_two_over_tail = math.log(2.0 / tail_mass)
-    high, low = last * count, 0
-    for order in positive:
-        for signed in (order, -order):
-            log_mgf = float(special.logsumexp(indices * signed, b=probs))
-            bound = (count * log_mgf + log_two_over_tail) / signed
-            if not math.isfinite(bound):
-                continue
-            if signed > 0:
-                high = min(high, math.ceil(bound))
-            else:
-                low = max(low, math.floor(bound))
-    return low, max(high, low)
+def _compose_distributions(
+    first: pld_lib.PrivacyLossDistribution, second: pld_lib.PrivacyLossDistribution
+) -> tuple[pld_lib.PrivacyLossDistribution, float, float]:
+    """Composition of two directions pmf by pmf: the distribution, its L1 error bound and relative error."""
+    remove, error, relative = compose_pmfs(first._pmf_remove, second._pmf_remove)
+    if first._symmetric and second._symmetric:
+        return pld_library().PrivacyLossDistribution(remove), error, relative
+    add, add_error, add_relative = compose_pmfs(first._pmf_add, second._pmf_add)
+    return pld_library().PrivacyLossDistribution(remove, add), max(error, add_error), max(relative, add_relative)

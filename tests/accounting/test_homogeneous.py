@@ -150,3 +150,20 @@ def test_the_accountant_composes_a_composed_event_by_its_runs():
     expected = optimal_composition(instance, 300, 1e-6).epsilon
     assert accountant.epsilon(1e-6, method="optimal") == expected
     assert accountant.epsilon(1e-6) <= expected
+
+
+@pytest.mark.parametrize(
+    ("epsilon0", "delta0", "count"),
+    [(0.01, 0.0, 10**4), (0.01, 1e-15, 10**5), pytest.param(1e-4, 0.0, 10**7, marks=pytest.mark.slow)],
+)
+def test_at_large_counts_optimal_is_exact_and_the_pld_never_below_it(epsilon0, delta0, count):
+    """Beyond the small counts above: both against scipy's binomial tails (`tests.accounting.references`)."""
+    from tests.accounting.references import homogeneous_epsilon
+
+    guarantee = PrivacyGuarantee(epsilon0, delta0)
+    pld = PLDPair.from_guarantee(guarantee).self_compose(count)
+    for delta in (1e-6, 1e-9):
+        reference = homogeneous_epsilon(epsilon0, delta0, count, delta)
+        optimal = optimal_composition(guarantee, count, delta).epsilon
+        assert reference <= optimal <= reference * (1 + 1e-8)
+        assert optimal <= pld.epsilon(delta)  # certified (inf where it declines)

@@ -20,6 +20,9 @@ from privsum.accounting import (
 def test_pld_composition_never_worse_than_advanced(epsilon0, count, exponent):
     delta = 10.0**-exponent
     composed = PLDPair.from_profile(randomized_response_profile(epsilon0)).self_compose(count)
+    if math.isinf(composed.epsilon(delta)):  # it declines only where its certified round-off reaches delta
+        assert delta < composed.delta_floor and composed.absolute_error > 0
+        return
     assert composed.epsilon(delta) <= advanced_composition_epsilon(epsilon0, count, delta) + 1e-9
     assert composed.epsilon(delta) <= count * epsilon0 + count * 1e-4 + 1e-9  # basic, up to one interval per run
 

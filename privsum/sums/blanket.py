@@ -238,9 +238,16 @@ def blanket_variance_bound(blanket_probability: float, precision: int, n_users: 
 
     Per report ``(1-gamma)/(4k^2) + gamma (2k+1)/(6k) - gamma^2/4``, divided by ``(1 - gamma)^2``.
     """
-    k, gamma = precision, blanket_probability
+    owner = "blanket_variance_bound"
+    gamma = check_probability(blanket_probability, "blanket_probability", owner)
+    k = check_integer(precision, "precision", owner, low=1)
+    n_users = check_integer(n_users, "n_users", owner, low=1)
+    samples = check_real(samples, "samples", owner, low=0.0, low_open=True)
     per_report = (1 - gamma) / (4 * k**2) + gamma * (2 * k + 1) / (6 * k) - gamma**2 / 4
-    return n_users * samples * per_report / (1 - gamma) ** 2
+    bound = n_users * samples * per_report / (1 - gamma) ** 2
+    if not math.isfinite(bound):
+        raise invalid("samples", owner, "small enough that the bound is finite", samples)
+    return bound
 
 
 def tight_precision_and_probability(

@@ -158,8 +158,10 @@ def blanket_profile(blanket_probability: float, n_values: int, n_users: int, *, 
     gamma = check_probability(blanket_probability, "blanket_probability", owner, allow_zero=False, allow_one=True)
     n_values = check_integer(n_values, "n_values", owner, low=2)
     n_users = check_integer(n_users, "n_users", owner, low=1)
-    tail_mass = check_real(tail_mass, "tail_mass", owner, low=0.0, high=1e-3, low_open=True)
+    tail_mass = check_real(tail_mass, "tail_mass", owner, low=1e-300, high=1e-3)
     per_value = gamma / n_values
+    if not per_value >= 1e-300:  # below, scipy's binomial pmf overflows (and the pair has no privacy to speak of)
+        raise invalid("blanket_probability", owner, f"at least {1e-300 * n_values:g} (1e-300 per message value)", gamma)
     to_a, to_b = 1.0 - gamma + per_value, per_value
     elsewhere = max(0.0, 1.0 - to_a - to_b)
     clones = stats.binom(n_users - 1, min(1.0, 2 * per_value))

@@ -27,8 +27,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-import privsum
 from privsum.exceptions import BudgetExceededError, IncompatibleSketchError, InvalidParameterError, NotFittedError
+from tests.fuzz.functions import public_names
 from tests.fuzz.instances import CONSTRUCTORS, ENTRY_POINTS, FROM_PRIVACY_ARGUMENTS, valid_instances
 
 #: The documented errors (privsum.exceptions). InvalidParameterError is what `_validation.invalid` returns.
@@ -114,14 +114,8 @@ def call_only_documented_errors(function: Callable[..., Any], *args: Any, **kwar
 
 
 # --------------------------------------------------------------------------- what is public
-def public_names() -> dict[str, Any]:
-    """Every public name: ``privsum.__all__`` and each subpackage's ``__all__``."""
-    names = {name: getattr(privsum, name) for name in privsum.__all__ if name != "__version__"}
-    for package in ("accounting", "apps", "bitsum", "kde", "lsq", "shuffle", "sketches", "sums", "testing"):
-        module = __import__(f"privsum.{package}", fromlist=["__all__"])
-        for name in module.__all__:
-            names[f"{package}.{name}"] = getattr(module, name)
-    return names
+# Every public name: ``privsum.__all__`` and each subpackage's ``__all__``, found by walking the
+# package (`tests.fuzz.functions.public_names`); the public functions are fuzzed in test_functions.
 
 
 INSTANCES = valid_instances()
@@ -144,6 +138,8 @@ RESULT_RECORDS = {
     "ProtocolConformance",
     "LedgerEntry",
     "ConfidenceInterval",
+    "LabelledEmbeddings",
+    "Vocabulary",
 }
 
 

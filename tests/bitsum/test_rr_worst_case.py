@@ -127,9 +127,10 @@ def test_the_independent_reference_matches_the_exact_profile_on_a_small_crowd():
 @given(n=st.integers(20, 150), q=st.floats(0.02, 0.45), work=st.floats(100, 3000))
 def test_budgeted_samples_bound_the_maximum_over_every_neighbour(n, q, work):
     grid = np.linspace(0.0, math.log((1 - q) / q), 80)
-    samples = worst_case_samples(n, q, grid, stretch=1.0025, rtol=5e-3, atol=1e-14, tail_mass=1e-20, work=work)
+    atol = 1e-14  # the samples' documented absolute slack; beyond it only float64 rounding (relative)
+    samples = worst_case_samples(n, q, grid, stretch=1.0025, rtol=5e-3, atol=atol, tail_mass=1e-20, work=work)
     exact = rr_worst_case_delta(n, q, grid)
-    assert np.all(samples >= exact - 1e-13)
+    assert np.all(samples >= exact * (1 - 1e-12) - atol)
 
 
 def test_guarantee_is_the_events_headline_and_needs_no_profile():

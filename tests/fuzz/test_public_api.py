@@ -1,14 +1,14 @@
 """Hypothesis fuzzing of privsum's public entry points: only the library's documented errors escape.
 
-Every public class and function named in ``privsum.__all__`` and the subpackages' ``__all__`` is
-reached through one of three doors: its constructor (each field of a valid instance replaced, a
-few at a time, by an arbitrary value), its ``from_privacy`` classmethod (likewise from valid
-arguments), and its entry points (``run``, ``randomize``, ``analyze``, ``estimate``, ``fit``,
-``predict``, ... called with arbitrary arguments). Arbitrary values include NaN, infinities,
-negative, huge (``1e308``, ``10**400``) and tiny (``1e-308``) numbers, wrong shapes, every
-integer, unsigned, float, bool, complex and object dtype (zero-one arrays of every numeric
-dtype among them), empty arrays, strings and None. Any
-exception other than `ALLOWED` fails the test (no bare IndexError, ZeroDivisionError,
+Every public class named in ``privsum.__all__`` and the subpackages' ``__all__`` (found by
+walking the package, `tests.fuzz.functions.public_names`; the public functions are fuzzed in
+`tests.fuzz.test_functions`) is reached through one of three doors: its constructor (each field
+of a valid instance replaced, a few at a time, by an arbitrary value), its ``from_privacy``
+classmethod (likewise from valid arguments), and its entry points (``run``, ``randomize``,
+``analyze``, ``estimate``, ``fit``, ``predict``, ... called with arbitrary arguments). Arbitrary
+values include NaN, infinities, negative, huge (``1e308``, ``10**400``) and tiny (``1e-308``)
+numbers, wrong shapes, every integer, unsigned, float, bool, complex and object dtype (zero-one
+arrays of every numeric dtype among them), empty arrays, strings and None. Any exception other than `ALLOWED` fails the test (no bare IndexError, ZeroDivisionError,
 OverflowError, numpy errors, RecursionError), and every call must finish within `CALL_LIMIT_S`.
 """
 

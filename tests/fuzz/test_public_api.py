@@ -8,8 +8,9 @@ classmethod (likewise from valid arguments), and its entry points (``run``, ``ra
 ``analyze``, ``estimate``, ``fit``, ``predict``, ... called with arbitrary arguments). Arbitrary
 values include NaN, infinities, negative, huge (``1e308``, ``10**400``) and tiny (``1e-308``)
 numbers, wrong shapes, every integer, unsigned, float, bool, complex and object dtype (zero-one
-arrays of every numeric dtype among them), empty arrays, strings and None. Any exception other than `ALLOWED` fails the test (no bare IndexError, ZeroDivisionError,
-OverflowError, numpy errors, RecursionError), and every call must finish within `CALL_LIMIT_S`.
+arrays of every numeric dtype among them), empty arrays, strings and None. Any exception other
+than `ALLOWED` fails the test (no bare IndexError, ZeroDivisionError, OverflowError, numpy errors,
+RecursionError), and every call must finish within `CALL_LIMIT_S`.
 """
 
 from __future__ import annotations

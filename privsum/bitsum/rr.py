@@ -526,6 +526,8 @@ def rr_worst_case_delta_bound(
     """
     owner = "rr_worst_case_delta_bound"
     n_users = check_integer(n_users, "n_users", owner, low=1)
+    if not isinstance(return_worst_k, (bool, np.bool_)):
+        raise invalid("return_worst_k", owner, "True or False", return_worst_k)
     flip = _checked_flip(flip_probability, owner)
     eps = _checked_epsilons(epsilons, owner)
     n_users = _check_computable(n_users, flip, _TAIL_MASS, owner)

@@ -128,7 +128,7 @@ def skellam_tail(mu: float, probability: float) -> int:
     from scipy.optimize import brentq  # imported where a modulus is sized
 
     owner = "skellam_tail"
-    mu = check_real(mu, "mu", owner, low=0.0, low_open=True)
+    mu = check_real(mu, "mu", owner, low=0.0, high=1e300, low_open=True)  # 2 mu stays finite
     probability = check_real(probability, "probability", owner, low=0.0, high=1.0, low_open=True)
     target = math.log(2 / probability)
 

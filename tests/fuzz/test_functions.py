@@ -146,6 +146,22 @@ def test_bools_are_not_numbers(name, parameter):
     _refuses(name, **{**FUNCTIONS[name], parameter: True})
 
 
+def _flags() -> list[tuple[str, str]]:
+    """``(function, parameter)`` for every parameter whose default is a bool."""
+    return [
+        (name, p.name)
+        for name in NAMES
+        for p in inspect.signature(CALLABLES[name]).parameters.values()
+        if isinstance(p.default, bool)
+    ]
+
+
+@pytest.mark.parametrize("value", ["yes", 2, np.array([0, 1]), None], ids=repr)
+@pytest.mark.parametrize(("name", "parameter"), _flags())
+def test_flags_accept_only_bools(name, parameter, value):
+    _refuses(name, **{**FUNCTIONS[name], parameter: value})
+
+
 def _real_arrays() -> list[tuple[str, str]]:
     return [
         (name, parameter)

@@ -648,7 +648,7 @@ def decode_classes(
 
 def _sequence(values: Any, name: str, owner: str) -> list[Any]:
     """``list(values)`` for a sequence or array (a string, a number or None refused)."""
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__") or np.ndim(values) == 0:
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__") or getattr(values, "ndim", 1) == 0:
         raise invalid(name, owner, "a sequence", type(values).__name__)
     return list(values)
 

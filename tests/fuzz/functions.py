@@ -86,6 +86,12 @@ _SAMPLES = np.arange(40) % 4
 
 #: ``public name: valid keyword arguments`` of one fast call.
 FUNCTIONS: dict[str, dict[str, Any]] = {
+    "clipping.choose_instance": {"epsilon": 0.5, "delta": 5e-7, "n_users": 1000, "domain": 4},
+    "clipping.default_rounding_levels": {"epsilon": 1.0, "n_users": 1000, "domain": 64},
+    "clipping.full_domain_correlated_sum": {"epsilon": 1.0, "delta": 1e-6, "n_users": 1000, "domain": 4},
+    "clipping.full_domain_multi_message_sum": {"epsilon": 1.0, "delta": 1e-6, "n_users": 1000, "domain": 4},
+    "clipping.sub_domain_index": {"values": np.array([0, 1, 2, 9])},
+    "clipping.upper_tail_threshold": {"ratio": 0.5, "probability": 1e-3},
     "decode_class": {"model": _CLASSIFIER, "label": 0, "words": _WORDS[0], "embeddings": _WORDS[1], "top_k": 1},
     "secure_generator": {"seed": 3},
     "accounting.advanced_composition": {"guarantee": GUARANTEE, "count": 10, "delta_slack": 1e-6},

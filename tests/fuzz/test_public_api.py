@@ -139,6 +139,7 @@ RESULT_RECORDS = {
     "ProtocolConformance",
     "LedgerEntry",
     "ConfidenceInterval",
+    "ClippedSumResult",
     "LabelledEmbeddings",
     "Vocabulary",
 }

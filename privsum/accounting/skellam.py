@@ -45,7 +45,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from privsum._validation import check_delta, check_integer, check_real, invalid
+from privsum._validation import as_array, check_array, check_delta, check_integer, check_real, invalid
 from privsum.accounting.events import PrivacyEvent
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
 from privsum.accounting.pld import DEFAULT_DISCRETIZATION, PLDPair
@@ -77,20 +77,36 @@ def skellam_rdp(orders: float | np.ndarray, *, mu: float, l2_sensitivity: float,
     mu = check_real(mu, "mu", owner, low=0.0, low_open=True)
     l2 = check_real(l2_sensitivity, "l2_sensitivity", owner, low=0.0)
     l1 = check_real(l1_sensitivity, "l1_sensitivity", owner, low=0.0)
-    try:
-        alpha = np.atleast_1d(np.asarray(orders, dtype=float))
-    except (TypeError, ValueError, OverflowError):
-        raise invalid("orders", owner, "integers >= 2", orders) from None
+    if isinstance(orders, bool):
+        raise invalid("orders", owner, "integers >= 2", orders)
+    alpha = np.atleast_1d(check_array(orders, "orders", owner)).astype(float)
     if not (alpha.size and np.all(alpha >= 2) and np.all(alpha == np.round(alpha)) and np.all(np.isfinite(alpha))):
         raise invalid("orders", owner, "integers >= 2", orders)
     gaussian = alpha * l2**2 / (4 * mu)
-    correction = np.minimum(((2 * alpha - 1) * l2**2 + 6 * l1) / (16 * mu**2), 3 * l1 / (4 * mu))
+    # mu * mu (not mu**2): a huge mu gives inf there (a zero correction), never an OverflowError
+    correction = np.minimum(((2 * alpha - 1) * l2**2 + 6 * l1) / (16 * mu * mu), 3 * l1 / (4 * mu))
     return gaussian + correction
 
 
 def _log_conversion_delta(orders: np.ndarray, rdp: np.ndarray, epsilon: float) -> np.ndarray:
     """``log delta`` of the Canonne-Kamath-Steinke conversion at each order."""
     return (orders - 1) * (rdp - epsilon) + (orders - 1) * np.log1p(-1 / orders) - np.log(orders)
+
+
+def _orders_and_rdp(orders: np.ndarray, rdp: np.ndarray, owner: str) -> tuple[np.ndarray, np.ndarray]:
+    """Rényi orders ``> 1`` and their RDP values ``>= 0`` (``inf``: no guarantee at that order), as float arrays of one shape."""
+    alpha = np.atleast_1d(check_array(orders, "orders", owner, ndim=(0, 1))).astype(float)
+    values = as_array(rdp, "rdp", owner)
+    if not (values.dtype.kind in "iuf" and values.ndim <= 1):
+        raise invalid("rdp", owner, "a 1-D array of real numbers", f"an array of dtype {values.dtype} and shape {values.shape}")
+    values = np.atleast_1d(values).astype(float)
+    if not np.all(values >= 0):  # NaN fails too
+        raise invalid("rdp", owner, "values >= 0 (inf allowed, NaN not)", "an array with a negative or NaN entry")
+    if not (alpha.size and np.all(alpha > 1)):
+        raise invalid("orders", owner, "a non-empty array of orders > 1", alpha.size and float(alpha.min()))
+    if not values.shape == alpha.shape:
+        raise invalid("rdp", owner, f"one value per order (shape {alpha.shape})", f"shape {values.shape}")
+    return alpha, values
 
 
 def rdp_delta(orders: np.ndarray, rdp: np.ndarray, epsilon: float) -> float:
@@ -102,7 +118,7 @@ def rdp_delta(orders: np.ndarray, rdp: np.ndarray, epsilon: float) -> float:
         True
     """
     epsilon = check_real(epsilon, "epsilon", "rdp_delta", low=0.0)
-    orders, rdp = np.asarray(orders, dtype=float), np.asarray(rdp, dtype=float)
+    orders, rdp = _orders_and_rdp(orders, rdp, "rdp_delta")
     return float(math.exp(min(0.0, float(np.min(_log_conversion_delta(orders, rdp, epsilon))))))
 
 
@@ -117,7 +133,7 @@ def rdp_epsilon(orders: np.ndarray, rdp: np.ndarray, delta: float) -> float:
         0.6217
     """
     delta = check_delta(delta, "rdp_epsilon", allow_zero=False)
-    orders, rdp = np.asarray(orders, dtype=float), np.asarray(rdp, dtype=float)
+    orders, rdp = _orders_and_rdp(orders, rdp, "rdp_epsilon")
     values = rdp + np.log1p(-1 / orders) - (math.log(delta) + np.log(orders)) / (orders - 1)
     return float(max(0.0, np.min(values)))
 

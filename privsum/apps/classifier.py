@@ -653,11 +653,15 @@ def decode_classes(
     Privacy:
         Post-processing of the fitted model with public data: no further cost.
     """
+    if not isinstance(owner, str):
+        raise invalid("owner", "decode_classes", "a string", owner)
     model, transform = _classifier_of(model, owner)
     model._check_fitted()
-    labels = list(model.classes_) if labels is None else list(labels)
+    labels = list(model.classes_) if labels is None else _sequence(labels, "labels", owner)
     indices = {}
     for label in labels:
+        if isinstance(label, (np.ndarray, list, dict, set)):  # not one label (unhashable, or compared elementwise)
+            raise invalid("label", owner, f"one of {model.classes_.tolist()}", label)
         matches = np.flatnonzero(model.classes_ == label)
         if matches.size != 1:
             raise invalid("label", owner, f"one of {model.classes_.tolist()}", label)
@@ -665,7 +669,9 @@ def decode_classes(
     top_k = check_integer(top_k, "top_k", owner, low=1)
     score = check_choice(score, "score", owner, DECODING_SCORES)
     floor_quantile = check_real(floor_quantile, "floor_quantile", owner, low=0.0, high=1.0, high_open=True)
-    words = list(words)
+    words = _sequence(words, "words", owner)
+    if not all(isinstance(word, str) for word in words):
+        raise invalid("words", owner, "a sequence of strings", next(w for w in words if not isinstance(w, str)))
     vectors = check_array(embeddings, "embeddings", owner, ndim=2)
     if vectors.shape[0] != len(words):
         raise invalid("embeddings", owner, f"one row per word ({len(words)})", f"shape {vectors.shape}")
@@ -685,6 +691,13 @@ def decode_classes(
         order = np.lexsort((-densities[index], -scores[index]))[:top_k]  # ties (all floored): the higher density first
         decoded[label] = [words[i] for i in order]
     return decoded
+
+
+def _sequence(values: Any, name: str, owner: str) -> list[Any]:
+    """``list(values)`` for a sequence or array (a string, a number or None refused)."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__") or getattr(values, "ndim", 1) == 0:
+        raise invalid(name, owner, "a sequence", type(values).__name__)
+    return list(values)
 
 
 def _classifier_of(model: Any, owner: str) -> tuple[ShuffledKDEClassifier, Any]:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from privsum._random import RNGLike, as_generator
-from privsum._validation import check_choice, check_delta, check_epsilon, check_integer, check_real, invalid
+from privsum._validation import check_array, check_choice, check_delta, check_epsilon, check_integer, check_real, invalid
 from privsum.accounting.calibration import calibrate
 from privsum.accounting.envelope import SampledEnvelope, symmetric_pair_from_samples
 from privsum.accounting.events import GuaranteeEvent, PrivacyEvent, ProfileEvent
@@ -526,6 +526,8 @@ def rr_worst_case_delta_bound(
     """
     owner = "rr_worst_case_delta_bound"
     n_users = check_integer(n_users, "n_users", owner, low=1)
+    if not isinstance(return_worst_k, (bool, np.bool_)):
+        raise invalid("return_worst_k", owner, "True or False", return_worst_k)
     flip = _checked_flip(flip_probability, owner)
     eps = _checked_epsilons(epsilons, owner)
     n_users = _check_computable(n_users, flip, _TAIL_MASS, owner)
@@ -700,7 +702,9 @@ def _checked_flip(value: float, owner: str) -> float:
 
 
 def _checked_epsilons(epsilons: float | np.ndarray, owner: str) -> np.ndarray:
-    eps = np.atleast_1d(np.asarray(epsilons, dtype=float))
+    if isinstance(epsilons, bool):
+        raise invalid("epsilons", owner, "finite values >= 0", epsilons)
+    eps = np.atleast_1d(check_array(epsilons, "epsilons", owner, ndim=(0, 1))).astype(float)
     if not (eps.ndim == 1 and np.all(np.isfinite(eps)) and np.all(eps >= 0)):
         raise invalid("epsilons", owner, "finite values >= 0", epsilons)
     return eps

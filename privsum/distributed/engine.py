@@ -118,6 +118,10 @@ def partial_view(
     path = check_choice(path, "path", owner, EXECUTION_PATHS)
     dask = _dask()
     chunks = _chunks(users)
+    if not (isinstance(seeds, Sequence) and all(isinstance(seed, np.random.SeedSequence) for seed in seeds)):
+        raise invalid("seeds", owner, "a sequence of numpy.random.SeedSequence (see spawn_seeds)", type(seeds).__name__)
+    if not isinstance(secure, (bool, np.bool_)):
+        raise invalid("secure", owner, "True or False", secure)
     if len(seeds) != len(chunks):
         raise invalid("seeds", owner, f"one seed sequence per chunk ({len(chunks)})", len(seeds))
     shared = dask.delayed(protocol, pure=True)  # shipped once per worker, not once per task
@@ -128,6 +132,12 @@ def partial_view(
     return _tree_reduce(dask, parts)
 
 
+def _check_client(client: Any, owner: str) -> None:
+    """``None`` or an object with ``compute`` (a ``distributed.Client``), checked before any graph is built."""
+    if client is not None and not callable(getattr(client, "compute", None)):
+        raise invalid("client", owner, "None or a distributed.Client", type(client).__name__)
+
+
 def _compute(dask: Any, lazy: Any, client: Any) -> Any:
     if client is not None:
         return client.compute(lazy).result()
@@ -135,6 +145,7 @@ def _compute(dask: Any, lazy: Any, client: Any) -> Any:
 
 
 def _partial_and_driver_stream(protocol: ShuffleProtocol, users: Any, rng: RNGLike, path: str, client: Any, owner: str):
+    _check_client(client, owner)
     dask = _dask()
     chunks = _chunks(users)
     secure = is_secure(rng)  # a secure root keeps every worker's stream secure
@@ -202,6 +213,7 @@ def build_race(family: LSHFamily, points: Any, *, client: Any = None) -> RACE:
     """
     if not isinstance(family, LSHFamily):
         raise invalid("family", "privsum.distributed.build_race", "an LSHFamily", type(family).__name__)
+    _check_client(client, "privsum.distributed.build_race")
     dask = _dask()
     shared = dask.delayed(family, pure=True)
     parts = [dask.delayed(_race_of, pure=True)(shared, chunk) for chunk in _chunks(points)]

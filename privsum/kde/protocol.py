@@ -819,6 +819,8 @@ def _seed_guarantee(instance: PrivacyGuarantee, touched: int, repetitions: int, 
 
 def touched_per_repetition(family: LSQFamily) -> int:
     """``min(Q, 2S)``: coordinates of one repetition a replace-one change can alter."""
+    if not isinstance(family, LSQFamily):
+        raise invalid("family", "touched_per_repetition", "an LSQFamily", type(family).__name__)
     return min(family.n_coordinates, 2 * family.sparsity)
 
 

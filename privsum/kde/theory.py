@@ -37,6 +37,8 @@ def seed_composition_epsilon(epsilon0: float, sparsity: int, n_repetitions: int,
     n_repetitions = check_integer(n_repetitions, "n_repetitions", owner, low=1)
     delta_slack = check_delta(delta_slack, owner, "delta_slack", allow_zero=False)
     per_repetition = epsilon0 * sparsity
+    if per_repetition > 700.0:  # e^(e0 S) overflows: the theorem bounds nothing here
+        return math.inf
     drift = per_repetition * math.expm1(per_repetition) * n_repetitions
     return drift + per_repetition * math.sqrt(2.0 * n_repetitions * math.log(1.0 / delta_slack))
 
@@ -49,7 +51,11 @@ def seed_per_instance_epsilon(epsilon: float, sparsity: int, n_repetitions: int,
         >>> seed_composition_epsilon(e0, 1, 768, 5e-7) <= 2.0
         True
     """
-    epsilon = check_epsilon(epsilon, "seed_per_instance_epsilon")
+    owner = "seed_per_instance_epsilon"
+    epsilon = check_epsilon(epsilon, owner)
+    sparsity = check_integer(sparsity, "sparsity", owner, low=1)
+    n_repetitions = check_integer(n_repetitions, "n_repetitions", owner, low=1)
+    delta_slack = check_delta(delta_slack, owner, "delta_slack", allow_zero=False)
     low, high = 0.0, epsilon
     for _ in range(200):
         middle = 0.5 * (low + high)

@@ -69,6 +69,8 @@ def fast_walsh_hadamard(values: Any, *, normalized: bool = False) -> np.ndarray:
     array = check_array(values, "values", "fast_walsh_hadamard")
     if array.ndim == 0 or array.shape[-1] == 0:
         raise invalid("values", "fast_walsh_hadamard", "an array whose last axis has length >= 1", f"shape {array.shape}")
+    if not isinstance(normalized, (bool, np.bool_)):
+        raise invalid("normalized", "fast_walsh_hadamard", "True or False", normalized)
     length = array.shape[-1]
     order = next_power_of_two(length)
     leading = array.shape[:-1]

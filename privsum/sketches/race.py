@@ -427,7 +427,11 @@ def noise_scale(n_rows: int, epsilon: float, neighbouring: Neighbouring) -> floa
         >>> noise_scale(100, 2.0, Neighbouring.ADD_REMOVE), noise_scale(100, 2.0, Neighbouring.REPLACE_ONE)
         (50.0, 100.0)
     """
-    per_row = 2 if neighbouring == Neighbouring.REPLACE_ONE else 1
+    owner = "noise_scale"
+    n_rows = check_integer(n_rows, "n_rows", owner, low=1)
+    epsilon = check_epsilon(epsilon, owner)
+    relation = Neighbouring.parse(neighbouring, owner, SKETCH_RELATIONS)
+    per_row = 2 if relation == Neighbouring.REPLACE_ONE else 1
     return per_row * n_rows / epsilon
 
 

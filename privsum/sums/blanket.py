@@ -158,8 +158,10 @@ def blanket_profile(blanket_probability: float, n_values: int, n_users: int, *, 
     gamma = check_probability(blanket_probability, "blanket_probability", owner, allow_zero=False, allow_one=True)
     n_values = check_integer(n_values, "n_values", owner, low=2)
     n_users = check_integer(n_users, "n_users", owner, low=1)
-    tail_mass = check_real(tail_mass, "tail_mass", owner, low=0.0, high=1e-3, low_open=True)
+    tail_mass = check_real(tail_mass, "tail_mass", owner, low=1e-300, high=1e-3)
     per_value = gamma / n_values
+    if not per_value >= 1e-300:  # below, scipy's binomial pmf overflows (and the pair has no privacy to speak of)
+        raise invalid("blanket_probability", owner, f"at least {1e-300 * n_values:g} (1e-300 per message value)", gamma)
     to_a, to_b = 1.0 - gamma + per_value, per_value
     elsewhere = max(0.0, 1.0 - to_a - to_b)
     clones = stats.binom(n_users - 1, min(1.0, 2 * per_value))
@@ -238,9 +240,16 @@ def blanket_variance_bound(blanket_probability: float, precision: int, n_users: 
 
     Per report ``(1-gamma)/(4k^2) + gamma (2k+1)/(6k) - gamma^2/4``, divided by ``(1 - gamma)^2``.
     """
-    k, gamma = precision, blanket_probability
+    owner = "blanket_variance_bound"
+    gamma = check_probability(blanket_probability, "blanket_probability", owner)
+    k = check_integer(precision, "precision", owner, low=1)
+    n_users = check_integer(n_users, "n_users", owner, low=1)
+    samples = check_real(samples, "samples", owner, low=0.0, low_open=True)
     per_report = (1 - gamma) / (4 * k**2) + gamma * (2 * k + 1) / (6 * k) - gamma**2 / 4
-    return n_users * samples * per_report / (1 - gamma) ** 2
+    bound = n_users * samples * per_report / (1 - gamma) ** 2
+    if not math.isfinite(bound):
+        raise invalid("samples", owner, "small enough that the bound is finite", samples)
+    return bound
 
 
 def tight_precision_and_probability(

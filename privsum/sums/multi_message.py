@@ -17,7 +17,16 @@ from typing import Any, ClassVar
 import numpy as np
 
 from privsum._random import RNGLike, as_generator
-from privsum._validation import check_choice, check_delta, check_epsilon, check_integer, check_probability, check_real, invalid
+from privsum._validation import (
+    MAX_INT64,
+    check_choice,
+    check_delta,
+    check_epsilon,
+    check_integer,
+    check_probability,
+    check_real,
+    invalid,
+)
 from privsum.accounting import GuaranteeEvent, PrivacyGuarantee
 from privsum.accounting.cache import cached_calibration
 from privsum.exceptions import PrivacyLeakWarning
@@ -54,7 +63,10 @@ def default_share_count(security_bits: float, modulus: int, n_users: int) -> int
     security_bits = check_real(security_bits, "security_bits", owner, low=0.0, low_open=True)
     modulus = check_integer(modulus, "modulus", owner, low=2)
     per_share = _bits_hidden_per_share(n_users, owner)
-    return math.ceil((2 * security_bits + math.log2(modulus)) / per_share) + 1
+    shares = (2 * security_bits + math.log2(modulus)) / per_share
+    if not (shares < MAX_INT64):
+        raise invalid("security_bits", owner, "small enough that the share count is below 2^63", security_bits)
+    return math.ceil(shares) + 1
 
 
 def supported_security_bits(n_shares: int, modulus: int, n_users: int) -> float:

@@ -128,13 +128,13 @@ def skellam_tail(mu: float, probability: float) -> int:
     from scipy.optimize import brentq  # imported where a modulus is sized
 
     owner = "skellam_tail"
-    mu = check_real(mu, "mu", owner, low=0.0, low_open=True)
+    mu = check_real(mu, "mu", owner, low=1e-300, high=1e300)  # 2 mu and t / 2 mu stay finite
     probability = check_real(probability, "probability", owner, low=0.0, high=1.0, low_open=True)
     target = math.log(2 / probability)
 
     def exponent(t: float) -> float:
         ratio = t / (2 * mu)
-        return t * math.asinh(ratio) - 2 * mu * (math.sqrt(1 + ratio * ratio) - 1) - target
+        return t * math.asinh(ratio) - 2 * mu * (math.hypot(1.0, ratio) - 1) - target  # hypot: no overflow of ratio^2
 
     upper = 1.0
     while exponent(upper) < 0:

@@ -66,18 +66,37 @@ def clopper_pearson(successes: int, trials: int, alpha: float) -> tuple[float, f
         >>> round(low, 3), round(high, 3)
         (0.398, 0.602)
     """
+    owner = "clopper_pearson"
+    trials = check_integer(trials, "trials", owner, low=1)
+    successes = check_integer(successes, "successes", owner, low=0, high=trials)
+    alpha = check_probability(alpha, "alpha", owner, allow_zero=False)
     low = 0.0 if successes == 0 else float(stats.beta.ppf(alpha / 2, successes, trials - successes + 1))
     high = 1.0 if successes == trials else float(stats.beta.isf(alpha / 2, successes + 1, trials - successes))
     return low, high
 
 
-def _keys(outputs: Any) -> list[Hashable]:
-    """Hashable keys: the rows of a 2-D array, or each output (arrays flattened to tuples)."""
+def _keys(outputs: Any, name: str, owner: str) -> list[Hashable]:
+    """Hashable keys: the rows of an array, or each output (arrays flattened to tuples); NaN refused.
+
+    Outputs are compared exactly, so an output holding NaN (never equal to itself) or an
+    unhashable output cannot be counted: refused rather than counted as a new output each time.
+    """
     if isinstance(outputs, np.ndarray):
-        if outputs.ndim == 1:
-            return outputs.tolist()
-        return [tuple(row) for row in outputs.reshape(outputs.shape[0], -1).tolist()]
-    return [tuple(np.ravel(o).tolist()) if isinstance(o, np.ndarray) else o for o in outputs]
+        if outputs.ndim == 0:
+            raise invalid(name, owner, "a sequence of outputs (an array with at least one axis)", "a 0-D array")
+        keys = outputs.tolist() if outputs.ndim == 1 else [tuple(row) for row in outputs.reshape(outputs.shape[0], -1).tolist()]
+    elif isinstance(outputs, (str, bytes)) or not hasattr(outputs, "__iter__"):
+        raise invalid(name, owner, "a sequence of outputs", type(outputs).__name__)
+    else:
+        keys = [tuple(np.ravel(o).tolist()) if isinstance(o, np.ndarray) else o for o in outputs]
+    for key in keys:
+        try:
+            hash(key)
+        except TypeError:
+            raise invalid(name, owner, "hashable outputs or numpy arrays", type(key).__name__) from None
+        if key != key or (isinstance(key, tuple) and any(part != part for part in key)):
+            raise invalid(name, owner, "outputs without NaN (outputs are compared exactly)", key)
+    return keys
 
 
 def _best_event(first: list[Hashable], second: list[Hashable], delta: float, alpha: float) -> set[Hashable]:
@@ -138,6 +157,8 @@ def audit_privacy(
         True
     """
     owner = "audit_privacy"
+    if not callable(mechanism):
+        raise invalid("mechanism", owner, "a callable mechanism(data, rng)", mechanism)
     n_trials = check_integer(n_trials, "n_trials", owner, low=20)
     delta = check_delta(delta, owner)
     alpha = check_probability(alpha, "alpha", owner, allow_zero=False)
@@ -172,9 +193,11 @@ def audit_samples(
         >>> 0.9 < result.epsilon_lower_bound <= math.log(3)
         True
     """
+    if not isinstance(owner, str):
+        raise invalid("owner", "audit_samples", "a string", owner)
     delta = check_delta(delta, owner)
     alpha = check_probability(alpha, "alpha", owner, allow_zero=False)
-    runs_first, runs_second = _keys(first), _keys(second)
+    runs_first, runs_second = _keys(first, "first", owner), _keys(second, "second", owner)
     if not len(runs_first) == len(runs_second) >= 20:
         raise invalid("second", owner, f"as many runs as 'first' (at least 20; it has {len(runs_first)})", len(runs_second))
     half = len(runs_first) // 2

@@ -11,7 +11,7 @@ import math
 import numpy as np
 from scipy import stats
 
-from privsum._validation import check_probability
+from privsum._validation import check_array, check_probability, check_real, invalid
 
 __all__ = [
     "FALSE_ALARM_RATE",
@@ -31,9 +31,35 @@ def two_sided_z(alpha: float = FALSE_ALARM_RATE) -> float:
     return float(stats.norm.isf(alpha / 2))
 
 
+def _real_samples(samples: np.ndarray, owner: str) -> np.ndarray:
+    """At least two finite real samples as a flat float array (NaN, inf, complex, object, strings refused)."""
+    values = check_array(samples, "samples", owner).astype(float).ravel()
+    if not values.size >= 2:
+        raise invalid("samples", owner, "at least two samples", f"{values.size} samples")
+    return values
+
+
+#: Integer samples are compared exactly as int64: values beyond +-2^62 are refused, never wrapped.
+_INTEGER_RANGE = 2.0**62
+
+
+def _integer_samples(samples: np.ndarray, name: str, owner: str, *, ndim: int | None = None) -> np.ndarray:
+    """At least one integer-valued sample as an int64 array (non-integers, NaN, datetimes refused, never rounded)."""
+    values = check_array(samples, name, owner, ndim=ndim, low=-_INTEGER_RANGE, high=_INTEGER_RANGE, integer=True)
+    values = values.astype(np.int64).ravel()
+    if not values.size:
+        raise invalid(name, owner, "a non-empty integer array", "an empty array")
+    return values
+
+
 def assert_mean(samples: np.ndarray, expected: float, *, variance: float | None = None, alpha: float = FALSE_ALARM_RATE) -> None:
     """Assert the samples' mean is ``expected`` (z-test with known ``variance``, else t-test)."""
-    values = np.asarray(samples, dtype=float).ravel()
+    owner = "assert_mean"
+    values = _real_samples(samples, owner)
+    expected = check_real(expected, "expected", owner)
+    if variance is not None:
+        variance = check_real(variance, "variance", owner, low=0.0)
+    alpha = check_probability(alpha, "alpha", owner, allow_zero=False)
     if variance is None:
         result = stats.ttest_1samp(values, expected)
         if not result.pvalue >= alpha:
@@ -51,10 +77,16 @@ def assert_mean(samples: np.ndarray, expected: float, *, variance: float | None 
 
 def assert_variance(samples: np.ndarray, expected: float, *, alpha: float = FALSE_ALARM_RATE) -> None:
     """Assert the samples' variance is ``expected`` (large-sample z-test using the fourth moment)."""
-    values = np.asarray(samples, dtype=float).ravel()
-    centred = values - values.mean()
-    sample_variance = centred.var(ddof=1)
-    fourth = np.mean(centred**4)
+    owner = "assert_variance"
+    values = _real_samples(samples, owner)
+    expected = check_real(expected, "expected", owner, low=0.0)
+    alpha = check_probability(alpha, "alpha", owner, allow_zero=False)
+    with np.errstate(over="ignore", invalid="ignore"):
+        centred = values - values.mean()
+        sample_variance = centred.var(ddof=1)
+        fourth = np.mean(centred**4)
+    if not (math.isfinite(fourth) and math.isfinite(sample_variance)):
+        raise invalid("samples", owner, "values whose fourth central moment is finite in float64", "an overflowing moment")
     standard_error = math.sqrt(max(fourth - sample_variance**2, 1e-300) / values.size)
     z = (sample_variance - expected) / standard_error
     if not abs(z) <= two_sided_z(alpha):
@@ -77,11 +109,14 @@ def _pooled_bins(expected_counts: np.ndarray, minimum: float = 5.0) -> np.ndarra
 
 def assert_same_distribution(first: np.ndarray, second: np.ndarray, *, alpha: float = FALSE_ALARM_RATE) -> None:
     """Assert two samples of integers come from one distribution (chi-square homogeneity test)."""
-    a = np.asarray(first).ravel().astype(np.int64)
-    b = np.asarray(second).ravel().astype(np.int64)
-    low = min(a.min(), b.min())
-    counts_a = np.bincount(a - low, minlength=max(a.max(), b.max()) - low + 1)
-    counts_b = np.bincount(b - low, minlength=counts_a.size)
+    owner = "assert_same_distribution"
+    a = _integer_samples(first, "first", owner)
+    b = _integer_samples(second, "second", owner)
+    alpha = check_probability(alpha, "alpha", owner, allow_zero=False)
+    # counts of the values that occur, in increasing order (absent values would add empty cells only)
+    _, cells = np.unique(np.concatenate([a, b]), return_inverse=True)
+    counts_a = np.bincount(cells[: a.size], minlength=cells.max() + 1)
+    counts_b = np.bincount(cells[a.size :], minlength=counts_a.size)
     pooled = (counts_a + counts_b) * min(a.size, b.size) / (a.size + b.size)
     labels = _pooled_bins(pooled)
     table = np.vstack([np.bincount(labels, weights=counts_a), np.bincount(labels, weights=counts_b)])
@@ -94,12 +129,21 @@ def assert_same_distribution(first: np.ndarray, second: np.ndarray, *, alpha: fl
 
 def assert_matches_pmf(samples: np.ndarray, support: np.ndarray, pmf: np.ndarray, *, alpha: float = FALSE_ALARM_RATE) -> None:
     """Assert integer samples follow ``pmf`` on ``support`` (chi-square goodness of fit, pooled tails)."""
-    values = np.asarray(samples).ravel().astype(np.int64)
-    support = np.asarray(support, dtype=np.int64)
-    probabilities = np.asarray(pmf, dtype=float)
+    owner = "assert_matches_pmf"
+    values = _integer_samples(samples, "samples", owner)
+    support = _integer_samples(support, "support", owner, ndim=1)
+    if not np.unique(support).size == support.size:
+        raise invalid("support", owner, "a 1-D array of distinct integers", "repeated values")
+    probabilities = check_array(pmf, "pmf", owner, ndim=1, low=0.0).astype(float)
+    if not (probabilities.size == support.size and 0 < probabilities.sum() < math.inf):
+        shown = f"{probabilities.size} values summing to {probabilities.sum():g}"
+        raise invalid("pmf", owner, f"{support.size} non-negative numbers with a positive finite sum", shown)
+    alpha = check_probability(alpha, "alpha", owner, allow_zero=False)
     if np.any(~np.isin(values, support)):
         raise AssertionError("samples fall outside the support of the pmf")
-    observed = np.array([np.count_nonzero(values == v) for v in support], dtype=float)
+    order = np.argsort(support)
+    observed = np.zeros(support.size)
+    observed[order] = np.bincount(np.searchsorted(support[order], values), minlength=support.size)
     expected = probabilities / probabilities.sum() * values.size
     labels = _pooled_bins(expected)
     observed_binned = np.bincount(labels, weights=observed)

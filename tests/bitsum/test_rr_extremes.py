@@ -42,6 +42,17 @@ def test_tiny_delta_bound_holds_against_the_brute_force():
     assert worst(epsilon * (1 - 1e-6)) > delta  # and it is tight
 
 
+def test_tiny_delta_bound_holds_against_the_edges_of_the_brute_force():
+    """The slow test above on the neighbours that set it (all-zero and all-one others) and a sample between."""
+    n, q, delta = 2_600, 0.3, 1e-300
+    epsilon = rr_worst_case_epsilon(n, q, delta)
+    assert epsilon < math.log((1 - q) / q)
+    neighbours = sorted({*range(20), *range(n - 20, n), *range(0, n, 200)})
+    profiles = [rr_profile(n, q, k, tail_mass=1e-306) for k in neighbours]
+    assert max(profile.delta(epsilon) for profile in profiles) <= delta * (1 + 1e-9)
+    assert profiles[0].delta(epsilon * (1 - 1e-6)) > delta  # tight at k = 0
+
+
 def test_headline_never_exceeds_the_local_epsilon():
     q = 1e-12
     assert RRBitSum(n_users=3, flip_probability=q, delta=1e-8).guarantee.epsilon <= math.log((1 - q) / q) + 1e-9

@@ -32,6 +32,8 @@ from privsum.bitsum import (
 )
 from privsum.clipping import (
     CentralClippedSum,
+    CentralClippedVectorSum,
+    CentralSparseAggregation,
     ClippedSum,
     ClippedVectorSum,
     PrivateCentralClippedSum,
@@ -174,6 +176,8 @@ CONSTRUCTORS: dict[str, tuple[type, dict[str, Any]]] = {
     "RACELinearRegression": (RACELinearRegression, {"n_rows": 8, "epsilon": 1.0, "noise_source": "numpy", "random_state": 0}),
     "CentralClippedSum": (CentralClippedSum, {"epsilon": 1.0, "clipping_bound": 4, "noise_source": "numpy"}),
     "PrivateCentralClippedSum": (PrivateCentralClippedSum, {"epsilon": 1.0, "domain": 16}),
+    "CentralClippedVectorSum": (CentralClippedVectorSum, {"epsilon": 1.0, "delta": 1e-6, "clipping_bound": 1.0}),
+    "CentralSparseAggregation": (CentralSparseAggregation, {"epsilon": 1.0, "delta": 1e-6, "sparsity_bound": 2}),
     "ShuffledKDEClassifier": (
         ShuffledKDEClassifier,
         {"classes": [0, 1], "n_repetitions": 4, "protocol": "rr", "random_state": 0},

@@ -20,6 +20,16 @@ from privsum.apps import keep_probability, label_event, randomize_labels
 from privsum.bitsum import CentralGaussianBitSum, CentralLaplaceBitSum, PureBitSum, RRBitSum, ThreeNBBitSum
 from privsum.clipping import sub_domain_index
 from privsum.exceptions import InvalidParameterError
+from privsum.sketches import noise_scale
+from privsum.sums import blanket_variance_bound, default_share_count
+from privsum.testing import (
+    assert_matches_pmf,
+    assert_mean,
+    assert_same_distribution,
+    assert_variance,
+    audit_samples,
+    clopper_pearson,
+)
 
 N_USERS = 20
 
@@ -344,3 +354,30 @@ def test_sparse_vector_aggregation_refuses_a_forged_headline():
         assert dataclasses.replace(honest).headline == honest.headline  # the calibrated headline is backed
         with pytest.raises(InvalidParameterError, match="'headline' parameter of SparseVectorAggregation"):
             dataclasses.replace(honest, headline=PrivacyGuarantee(0.1, 1e-6))
+
+
+# --------------------------------------------------------------------------- helpers and testing utilities
+_DATES = np.array(["2024-01-01", "2024-01-02"], dtype="datetime64[D]")
+
+
+@pytest.mark.parametrize(
+    ("call", "name"),
+    [
+        (lambda: blanket_variance_bound(1.0, 2, 100), "blanket_probability"),  # was ZeroDivisionError
+        (lambda: blanket_variance_bound(math.nan, 2, 100), "blanket_probability"),  # was accepted
+        (lambda: blanket_variance_bound(0.5, 2, 100, samples=1e308), "samples"),  # was OverflowError / inf
+        (lambda: noise_scale(100, 0.0, "add-remove"), "epsilon"),  # was ZeroDivisionError
+        (lambda: noise_scale("100", 1.0, "add-remove"), "n_rows"),  # was TypeError
+        (lambda: default_share_count(1e308, 2**46, 10_000), "security_bits"),  # was OverflowError
+        (lambda: clopper_pearson(math.nan, 10, 0.05), "successes"),  # was accepted
+        (lambda: clopper_pearson(3, 10, math.nan), "alpha"),
+        (lambda: audit_samples([math.nan] * 40, [0.0] * 40), "first"),
+        (lambda: assert_mean([1.0, 2.0, math.nan], 1.5), "samples"),
+        (lambda: assert_variance([1.0, 2.0, 3.0], math.nan), "expected"),
+        (lambda: assert_matches_pmf([0, 1], [0, 1], [0.5, math.nan]), "pmf"),
+        (lambda: assert_same_distribution(_DATES, _DATES), "first"),  # was accepted (cast to integers)
+    ],
+)
+def test_helpers_and_testing_utilities_refuse_invalid_arguments(call, name):
+    with pytest.raises(InvalidParameterError, match=f"'{name}' parameter"):
+        call()

@@ -70,6 +70,8 @@ USER_INPUTS: dict[str, np.ndarray] = {
     "ClippedVectorSum": _VECTORS,
     "CentralGaussianVectorSum": _VECTORS,
     "ExactVectorSum": _VECTORS,
+    "SkellamVectorSum": _VECTORS,
+    "SkellamVectorSum.from_privacy": _VECTORS,
     "SparseVectorAggregation": np.tile([[1, 0, 0, 1]], (N, 1)) * (np.arange(N) % 2)[:, None],
 }
 USER_INPUTS = {name: value for name, value in USER_INPUTS.items() if name in INSTANCES}
@@ -242,4 +244,4 @@ def test_the_oracle_covers_every_protocol_with_users_inputs():
 
 
 #: Protocols whose users' inputs are not one array of numbers (KDE: points and a family).
-_NOT_GRIDDED = {"ShuffledKDE", "SkellamVectorSum"}
+_NOT_GRIDDED = {"ShuffledKDE"}

@@ -1,15 +1,16 @@
 """Hypothesis fuzzing of privsum's public entry points: only the library's documented errors escape.
 
-Every public class and function named in ``privsum.__all__`` and the subpackages' ``__all__`` is
-reached through one of three doors: its constructor (each field of a valid instance replaced, a
-few at a time, by an arbitrary value), its ``from_privacy`` classmethod (likewise from valid
-arguments), and its entry points (``run``, ``randomize``, ``analyze``, ``estimate``, ``fit``,
-``predict``, ... called with arbitrary arguments). Arbitrary values include NaN, infinities,
-negative, huge (``1e308``, ``10**400``) and tiny (``1e-308``) numbers, wrong shapes, every
-integer, unsigned, float, bool, complex and object dtype (zero-one arrays of every numeric
-dtype among them), empty arrays, strings and None. Any
-exception other than `ALLOWED` fails the test (no bare IndexError, ZeroDivisionError,
-OverflowError, numpy errors, RecursionError), and every call must finish within `CALL_LIMIT_S`.
+Every public class named in ``privsum.__all__`` and the subpackages' ``__all__`` (found by
+walking the package, `tests.fuzz.functions.public_names`; the public functions are fuzzed in
+`tests.fuzz.test_functions`) is reached through one of three doors: its constructor (each field
+of a valid instance replaced, a few at a time, by an arbitrary value), its ``from_privacy``
+classmethod (likewise from valid arguments), and its entry points (``run``, ``randomize``,
+``analyze``, ``estimate``, ``fit``, ``predict``, ... called with arbitrary arguments). Arbitrary
+values include NaN, infinities, negative, huge (``1e308``, ``10**400``) and tiny (``1e-308``)
+numbers, wrong shapes, every integer, unsigned, float, bool, complex and object dtype (zero-one
+arrays of every numeric dtype among them), empty arrays, strings and None. Any exception other
+than `ALLOWED` fails the test (no bare IndexError, ZeroDivisionError, OverflowError, numpy errors,
+RecursionError), and every call must finish within `CALL_LIMIT_S`.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-import privsum
 from privsum.exceptions import BudgetExceededError, IncompatibleSketchError, InvalidParameterError, NotFittedError
+from tests.fuzz.functions import public_names
 from tests.fuzz.instances import CONSTRUCTORS, ENTRY_POINTS, FROM_PRIVACY_ARGUMENTS, valid_instances
 
 #: The documented errors (privsum.exceptions). InvalidParameterError is what `_validation.invalid` returns.
@@ -114,14 +115,8 @@ def call_only_documented_errors(function: Callable[..., Any], *args: Any, **kwar
 
 
 # --------------------------------------------------------------------------- what is public
-def public_names() -> dict[str, Any]:
-    """Every public name: ``privsum.__all__`` and each subpackage's ``__all__``."""
-    names = {name: getattr(privsum, name) for name in privsum.__all__ if name != "__version__"}
-    for package in ("accounting", "apps", "bitsum", "kde", "lsq", "shuffle", "sketches", "sums", "testing"):
-        module = __import__(f"privsum.{package}", fromlist=["__all__"])
-        for name in module.__all__:
-            names[f"{package}.{name}"] = getattr(module, name)
-    return names
+# Every public name: ``privsum.__all__`` and each subpackage's ``__all__``, found by walking the
+# package (`tests.fuzz.functions.public_names`); the public functions are fuzzed in test_functions.
 
 
 INSTANCES = valid_instances()
@@ -144,6 +139,9 @@ RESULT_RECORDS = {
     "ProtocolConformance",
     "LedgerEntry",
     "ConfidenceInterval",
+    "ClippedSumResult",
+    "LabelledEmbeddings",
+    "Vocabulary",
 }
 
 

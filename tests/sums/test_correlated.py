@@ -221,6 +221,21 @@ def test_flooding_spread_uses_the_natural_log_and_floods_less():
         gkmps_parameters(1.0, 1e-6, 5, spread_log="log10")
 
 
+def test_natural_log_flooding_meets_the_target_on_its_worst_pair():
+    """The default-run representative of the slow checks below: D = 5, the smallest level count where ln and
+    log2 give different spreads, on the rounded values farthest apart (the worst pair: measured for D = 5, 6, 7)."""
+    protocol = CorrelatedNoiseSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=1_000, domain=5)
+    assert protocol.privacy_profile_bound(0, 5).delta(1.0) <= 1e-6
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("levels", [6, 7])
+def test_natural_log_flooding_is_verified_at_six_and_seven_levels(levels):
+    """`gkmps_parameters` says D = 6 and 7 with the natural log meet a claimed (1, 1e-6): `verify` checks every pair."""
+    protocol = CorrelatedNoiseSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=1_000, domain=levels)
+    assert protocol.verify() <= 1e-6
+
+
 @pytest.mark.slow
 def test_natural_log_flooding_is_verified_where_it_differs():
     # D = 5 is the smallest level count where ln and log2 give different spreads; the exact check must back it.

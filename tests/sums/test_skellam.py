@@ -423,3 +423,14 @@ def test_protocol_guarantee_dominates_exact_plds(relation):
     event = protocol.event
     for name, shifts in _shift_vectors(event.l2_sensitivity, event.l1_sensitivity, 6).items():
         assert exact_pld(event.mu, shifts).epsilon(protocol.delta) <= protocol.guarantee.epsilon, name
+
+
+def test_zero_out_guarantee_dominates_coarse_exact_plds():
+    """The slow zero-out case above in the default run on a 10x coarser grid (pessimistic: only adds loss)."""
+    from tests.accounting.test_skellam import _shift_vectors, exact_pld
+
+    protocol = _small(neighbouring="zero-out", dimension=6)
+    event = protocol.event
+    for name, shifts in _shift_vectors(event.l2_sensitivity, event.l1_sensitivity, 6).items():
+        coarse = exact_pld(event.mu, shifts, discretization=1e-3)
+        assert coarse.epsilon(protocol.delta) <= protocol.guarantee.epsilon, name

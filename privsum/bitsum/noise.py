@@ -53,9 +53,11 @@ from privsum.bitsum.exact import (
     signed_count_profile,
 )
 from privsum.exceptions import InvalidParameterError
+from privsum.shuffle.caps import signed_counts_cap
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
 from privsum.shuffle.noise import sample_negative_binomial
+from privsum.shuffle.protocol import SenderCap
 
 __all__ = ["PureBitSum", "ThreeNBBitSum"]
 
@@ -130,6 +132,17 @@ class _SignedCounts(BitSumProtocol):
     def _messages_of_bits(self, bits: np.ndarray, generator: np.random.Generator) -> MessageBatch:
         plus, minus = self._user_counts(bits, generator)
         return signed_messages(plus, minus)
+
+    def sender_cap(self, n_instances: int, exceed_probability: float) -> SenderCap:
+        """The least cap a user holding 1 exceeds (``1 + psi1 + psi2 + 2 psi3`` in some instance) w.p. ``<= exceed_probability``."""
+        pair = (2.0 * self.noise_shape / self.n_users, self.noise_ratio)
+        flooding = (self.flooding_shape / self.n_users, self.flooding_ratio)
+        return signed_counts_cap(n_instances, exceed_probability, pair, flooding, type(self).__name__)
+
+    def encode_users(self, x: Any, *, rng: RNGLike = None) -> tuple[MessageBatch, np.ndarray]:
+        """Each user's ``+1`` and ``-1`` messages, user by user, and each user's number of messages."""
+        plus, minus = self._user_counts(self.check_bits(x), as_generator(rng, type(self).__name__))
+        return signed_messages(plus, minus), (plus + minus).sum(axis=1)
 
     def user_message_counts(self, bits: Any, *, rng: RNGLike = None) -> tuple[np.ndarray, np.ndarray]:
         """Per-user, per-instance counts of ``+1`` and ``-1`` messages (the randomizers' output)."""

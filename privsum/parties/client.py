@@ -1,0 +1,111 @@
+"""The client: one user's input to that user's upload (bytes), on the user's device."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from privsum._random import RNGLike, as_generator
+from privsum._validation import invalid
+from privsum.parties.deployment import Deployment
+from privsum.wire.packing import pack_fields, packed_size
+
+__all__ = ["Client"]
+
+# Redraws of users whose random message count exceeded the cap before giving up (each happens
+# with probability at most the deployment's exceed_probability).
+_MAX_REDRAWS = 64
+
+
+class Client:
+    """Encodes users' inputs as uploads of a `Deployment` (the protocol's local randomizer, then the wire format).
+
+    Args:
+        deployment: the configuration (protocol, instances, cap, fingerprint).
+        rng: ``None`` (default) draws from the operating system's CSPRNG (`privsum._random`'s
+            ``"secure"`` ChaCha20 stream, needs ``privsum[secure]``); a seed only for tests.
+
+    Privacy:
+        `encode` sees one user's input only. `encode_many` runs the same randomizer on each row
+        independently (a simulator of many devices). A user whose random number of messages
+        would exceed the per-sender cap is redrawn; the analyzer accounts for it in delta (see
+        `~privsum.shuffle.protocol.SenderCap`).
+
+    Examples:
+        >>> from privsum.bitsum import RRBitSum
+        >>> deployment = Deployment(RRBitSum(n_users=100, flip_probability=0.1, delta=1e-6), n_instances=4)
+        >>> upload = Client(deployment, rng=0).encode([1, 0, 0, 1])
+        >>> len(upload)  # a 51-byte header, then 4 messages of 2 + 1 bits
+        53
+    """
+
+    def __init__(self, deployment: Deployment, *, rng: RNGLike = None) -> None:
+        if not isinstance(deployment, Deployment):
+            raise invalid("deployment", "Client", "a Deployment", type(deployment).__name__)
+        self.deployment = deployment
+        self._generator = as_generator("secure" if rng is None else rng, "Client")
+
+    def encode(self, user_input: Any) -> bytes:
+        """One user's upload: ``user_input`` is that user's row of the protocol's input (e.g. its bits)."""
+        return self.encode_many(np.asarray(user_input)[None, ...])[0]
+
+    def encode_many(self, inputs: Any) -> list[bytes]:
+        """One upload per row of ``inputs`` (the first axis is over users), each user randomized independently."""
+        inputs = np.asarray(inputs)
+        if inputs.ndim == 0 or inputs.shape[0] == 0:
+            raise invalid("inputs", "Client.encode_many", "an array with at least one user (first axis)", inputs.shape)
+        uploads: list[bytes | None] = [None] * inputs.shape[0]
+        pending = np.arange(inputs.shape[0])
+        for _ in range(_MAX_REDRAWS):
+            fields, counts = self._fields(inputs[pending])
+            within = self._within_cap(fields, counts)
+            for position, upload in zip(pending[within], self._uploads(fields, counts, within), strict=True):
+                uploads[position] = upload
+            pending = pending[~within]
+            if pending.size == 0:
+                return uploads  # type: ignore[return-value]
+        raise invalid("inputs", "Client.encode_many", "users whose messages fit the per-sender cap", f"{pending.size} users")
+
+    def _fields(self, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Wire fields of every user's messages (user by user) and each user's count."""
+        deployment = self.deployment
+        batch, counts = deployment.protocol.encode_users(inputs, rng=self._generator)
+        if batch.n_instances != deployment.n_instances:
+            raise invalid("inputs", "Client", f"inputs for {deployment.n_instances} instances", f"{batch.n_instances} instances")
+        return deployment.spec.fields(batch.instances, deployment.value_indices(batch.values)), counts
+
+    def _within_cap(self, fields: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """Which users' messages respect the cap (per instance and in total)."""
+        cap, spec = self.deployment.cap, self.deployment.spec
+        within = counts <= cap.total
+        if cap.exceed_probability == 0.0 or cap.per_instance >= cap.total:
+            return within
+        users = np.repeat(np.arange(counts.size), counts)
+        per_instance = np.bincount(users * spec.n_instances + spec.split(fields)[0], minlength=counts.size * spec.n_instances)
+        return within & (per_instance.reshape(counts.size, spec.n_instances).max(axis=1) <= cap.per_instance)
+
+    def _uploads(self, fields: np.ndarray, counts: np.ndarray, keep: np.ndarray) -> list[bytes]:
+        """The uploads of the kept users (all users with equally many messages are packed at once)."""
+        spec = self.deployment.spec
+        starts = np.concatenate([[0], np.cumsum(counts)])
+        kept = np.flatnonzero(keep)
+        if kept.size and np.all(counts == counts[0]):
+            return _equal_uploads(spec, fields.reshape(counts.size, -1)[kept])
+        return [spec.encode_upload(fields[starts[user] : starts[user + 1]]) for user in kept]
+
+
+def _equal_uploads(spec: Any, rows: np.ndarray) -> list[bytes]:
+    """Uploads of users with ``m`` messages each: rows padded to 8 fields (zero bits), packed once, cut per user."""
+    n_users, count = rows.shape
+    width = spec.field_bits
+    padded_count = -(-count // 8) * 8
+    if padded_count != count:
+        padded = np.zeros((n_users, padded_count), dtype=rows.dtype)
+        padded[:, :count] = rows
+        rows = padded
+    packed = np.frombuffer(pack_fields(rows.reshape(-1), width), dtype=np.uint8).reshape(n_users, -1)
+    body = np.ascontiguousarray(packed[:, : packed_size(count, width)]).tobytes()
+    size = packed_size(count, width)
+    header = spec.encode_upload(rows[0, :0])[:-4] + count.to_bytes(4, "big")
+    return [header + body[user * size : (user + 1) * size] for user in range(n_users)]

@@ -53,7 +53,7 @@ from privsum.bitsum.exact import (
     signed_count_profile,
 )
 from privsum.exceptions import InvalidParameterError
-from privsum.shuffle.caps import signed_counts_cap
+from privsum.shuffle.caps import noise_cap
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
 from privsum.shuffle.noise import sample_negative_binomial
@@ -135,9 +135,8 @@ class _SignedCounts(BitSumProtocol):
 
     def sender_cap(self, n_instances: int, exceed_probability: float) -> SenderCap:
         """The least cap a user holding 1 exceeds (``1 + psi1 + psi2 + 2 psi3`` in some instance) w.p. ``<= exceed_probability``."""
-        pair = (2.0 * self.noise_shape / self.n_users, self.noise_ratio)
-        flooding = (self.flooding_shape / self.n_users, self.flooding_ratio)
-        return signed_counts_cap(n_instances, exceed_probability, pair, flooding, type(self).__name__)
+        parts = [(2.0 * self.noise_shape / self.n_users, self.noise_ratio, 1), (self.flooding_shape / self.n_users, self.flooding_ratio, 2)]
+        return noise_cap(n_instances, exceed_probability, parts, type(self).__name__)
 
     def encode_users(self, x: Any, *, rng: RNGLike = None) -> tuple[MessageBatch, np.ndarray]:
         """Each user's ``+1`` and ``-1`` messages, user by user, and each user's number of messages."""

@@ -1,0 +1,45 @@
+"""Small calibrated instances of every protocol the parties carry, with inputs (shared by the party tests)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from privsum.bitsum import LocalRRBitSum, PureBitSum, RRBitSum, ThreeNBBitSum
+from privsum.sums import BlanketRealSum, CorrelatedNoiseSum, MultiMessageSum, ShuffledVectorSum, SkellamVectorSum
+
+
+def protocol(name: str, n_users: int):
+    """A protocol calibrated for ``n_users`` at epsilon 1 (delta 1e-6 where it has one)."""
+    privacy = {"epsilon": 1.0, "n_users": n_users}
+    builders = {
+        "RRBitSum": lambda: RRBitSum.from_privacy(**privacy, delta=1e-6),
+        "LocalRRBitSum": lambda: LocalRRBitSum.from_privacy(**privacy),
+        "ThreeNBBitSum": lambda: ThreeNBBitSum.from_privacy(**privacy, delta=1e-6),
+        "PureBitSum": lambda: PureBitSum.from_privacy(**privacy),
+        "BlanketRealSum": lambda: BlanketRealSum.from_privacy(**privacy, delta=1e-6),
+        "CorrelatedNoiseSum": lambda: CorrelatedNoiseSum.from_privacy(**privacy, delta=1e-6),
+        "MultiMessageSum": lambda: MultiMessageSum.from_privacy(**privacy, delta=1e-6),
+        "ShuffledVectorSum": lambda: ShuffledVectorSum.from_privacy(**privacy, delta=1e-6, dimension=4),
+        "SkellamVectorSum": lambda: SkellamVectorSum.from_privacy(**privacy, delta=1e-6, dimension=4, norm_bound=1.0),
+    }
+    return builders[name]()
+
+
+NAMES = ("RRBitSum", "LocalRRBitSum", "ThreeNBBitSum", "PureBitSum", "BlanketRealSum", "CorrelatedNoiseSum",
+         "MultiMessageSum", "ShuffledVectorSum", "SkellamVectorSum")
+VECTOR_SUMS = ("ShuffledVectorSum", "SkellamVectorSum")
+
+
+def inputs(name: str, n_users: int, n_instances: int, rng: np.random.Generator) -> np.ndarray:
+    """Valid inputs of ``n_users`` users (``n_instances`` columns, or the dimension for vector sums)."""
+    if name in VECTOR_SUMS:
+        return rng.random((n_users, 4)) / 4
+    if name in ("CorrelatedNoiseSum", "MultiMessageSum"):
+        return rng.integers(0, 2, (n_users, n_instances))
+    if name == "BlanketRealSum":
+        return rng.random((n_users, n_instances))
+    return rng.integers(0, 2, (n_users, n_instances))
+
+
+def n_instances(name: str, columns: int) -> int | None:
+    return None if name in VECTOR_SUMS else columns

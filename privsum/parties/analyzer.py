@@ -44,8 +44,10 @@ class Analyzer:
             raise invalid("deployment", "Analyzer", "a Deployment", type(deployment).__name__)
         self.deployment = deployment
         spec = deployment.spec
-        self._counts = np.zeros((spec.n_instances, spec.alphabet_size), dtype=np.int64) if spec.dense else None
-        self._sparse = None if spec.dense else SparseMessageHistogram.zeros(spec.n_instances)
+        # A `range` alphabet (shares modulo q) is never materialised: its view is sparse.
+        self.dense = spec.countable and not isinstance(deployment.protocol.alphabet, range)
+        self._counts = np.zeros((spec.n_instances, spec.alphabet_size), dtype=np.int64) if self.dense else None
+        self._sparse = None if self.dense else SparseMessageHistogram.zeros(spec.n_instances)
         self._batch_ids: set[bytes] = set()
         self.n_participants = 0
 
@@ -62,7 +64,7 @@ class Analyzer:
                 (nothing is changed).
         """
         spec = self.deployment.spec
-        if spec.dense:
+        if self.dense:
             batch_id, n_senders, counts = spec.batch_counts(batch)
             self._check_new(batch_id)
             self._counts += counts

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from privsum._validation import check_integer, check_real, invalid
+from privsum.exceptions import InvalidParameterError
 from privsum.shuffle.protocol import SenderCap, ShuffleProtocol
 from privsum.wire.fingerprint import canonical_encoding, fingerprint
 from privsum.wire.format import VERSION, WireSpec
@@ -169,13 +170,19 @@ class Deployment:
             raise invalid("content", owner, f"a {_FILE_FORMAT} of version {VERSION}", content)
         classes = protocol_classes()
         name = content.get("protocol")
-        if name not in classes:
+        if not (isinstance(name, str) and name in classes):
             raise invalid("protocol", owner, f"one of {sorted(classes)}", name)
         parameters = content.get("parameters")
         if not isinstance(parameters, Mapping):
             raise invalid("parameters", owner, "a JSON object of the protocol's parameters", parameters)
+        try:
+            protocol = classes[name](**parameters)
+        except TypeError as error:  # unknown or missing names (InvalidParameterError is raised as it is)
+            if isinstance(error, InvalidParameterError):
+                raise
+            raise invalid("parameters", owner, f"the parameters of {name}", sorted(parameters)) from None
         deployment = cls(
-            classes[name](**parameters),
+            protocol,
             n_instances=content.get("n_instances"),
             min_senders=content.get("min_senders"),
             exceed_probability=content.get("exceed_probability", DEFAULT_EXCEED_PROBABILITY),

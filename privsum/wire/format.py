@@ -40,6 +40,7 @@ __all__ = [
     "BATCH",
     "BATCH_ID_BYTES",
     "MAGIC",
+    "MAX_DENSE_CELLS",
     "MAX_NAME_BYTES",
     "UPLOAD",
     "VERSION",
@@ -55,8 +56,8 @@ BATCH = 2
 MAX_NAME_BYTES = 20
 BATCH_ID_BYTES = 16
 _PREFIX = 7  # magic, version, kind, name length
-# Beyond this many (instance, value) cells the analyzer's counts are kept sparse.
-_DENSE_CELLS = 1 << 22
+#: The most (instance, value-index) cells `WireSpec.batch_counts` counts densely (256 MiB of int64).
+MAX_DENSE_CELLS = 1 << 25
 
 
 class WireFormatError(InvalidParameterError):
@@ -270,16 +271,19 @@ class WireSpec:
         batch_id, n_senders, count, start = self.read_batch_header(data)
         payload = self._payload(data, start, count, owner)
         width = self.field_bits
-        if width in (1, 2, 4, 8) and self.dense:
+        if not self.countable:
+            raise invalid("spec", owner, f"at most {MAX_DENSE_CELLS} (instance, value) cells to count densely",
+                          self.n_instances << self.value_bits)
+        if width in (1, 2, 4, 8):
             counts = _counts_from_bytes(payload, count, width)
         else:
             counts = np.bincount(unpack_fields(payload, count, width), minlength=1 << width)
         return batch_id, n_senders, self._cells(counts, owner)
 
     @property
-    def dense(self) -> bool:
-        """Whether the (instance, value) counts are held densely (at most 2^22 cells)."""
-        return (self.n_instances << self.value_bits) <= _DENSE_CELLS
+    def countable(self) -> bool:
+        """Whether `batch_counts` may count this configuration densely (at most `MAX_DENSE_CELLS` cells)."""
+        return (self.n_instances << self.value_bits) <= MAX_DENSE_CELLS
 
     def dense_counts(self, fields: np.ndarray) -> np.ndarray:
         """Counts of the (valid) fields, shape ``(n_instances, alphabet_size)``."""

@@ -44,7 +44,7 @@ def test_upload_and_batch_agree_with_the_naive_reader(n_instances, alphabet_size
     batch = wire.encode_batch(fields, n_senders=3, batch_id=bytes(range(16)))
     parsed = reference.read(batch, n_instances, alphabet_size)
     assert (parsed["kind"], parsed["n_senders"], parsed["batch_id"]) == (2, 3, bytes(range(16)).hex())
-    if wire.dense:
+    if wire.countable:
         _, senders, counts = wire.batch_counts(batch)
         expected = np.zeros((n_instances, alphabet_size), dtype=np.int64)
         np.add.at(expected, (instances, indices), 1)

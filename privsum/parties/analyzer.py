@@ -84,7 +84,8 @@ class Analyzer:
     def _check_new(self, batch_id: bytes) -> None:
         if batch_id in self._batch_ids:
             raise WireFormatError(
-                f"The 'batch' parameter of Analyzer.absorb must be a batch not absorbed before. Got the replayed id {batch_id.hex()} instead."
+                "The 'batch' parameter of Analyzer.absorb must be a batch not absorbed before. "
+                f"Got the replayed id {batch_id.hex()} instead."
             )
 
     @property

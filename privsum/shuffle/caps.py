@@ -17,12 +17,12 @@ _LARGEST_CAP = 1 << 24
 
 
 def _negative_binomial(shape: float, ratio: float) -> stats.rv_discrete:
-    """``NB(shape, ratio)``: failures before ``shape`` successes of probability ``1 - ratio`` (mean ``shape ratio/(1-ratio)``)."""
+    """``NB(shape, ratio)``: failures before ``shape`` successes of probability ``1 - ratio``."""
     return stats.nbinom(shape, 1.0 - ratio)
 
 
 def count_tail(threshold: int, parts: Sequence[tuple[float, float, int]]) -> float:
-    """``P(sum_k m_k X_k > threshold)`` for independent ``X_k ~ NB(shape_k, ratio_k)``; ``parts`` lists ``(shape_k, ratio_k, m_k)``.
+    """``P(sum_k m_k X_k > threshold)`` for independent ``X_k ~ NB(shape_k, ratio_k)``, ``parts`` ``(shape_k, ratio_k, m_k)``.
 
     Built one part at a time: ``P(S + m X > t) = sum_{s <= t} P(S = s) P(m X > t - s) + P(S > t)``,
     with ``P(S = s)`` for ``s <= t`` by convolution. Every term is positive, so tails far below

@@ -33,8 +33,8 @@ from privsum._validation import (
 )
 from privsum.accounting import GuaranteeEvent, PLDPair, PrivacyGuarantee
 from privsum.shuffle import MessageBatch, MessageHistogram, ShuffleProtocol
-from privsum.shuffle.noise import discrete_laplace_variance, negative_binomial_truncated, sample_negative_binomial
 from privsum.shuffle.caps import noise_cap
+from privsum.shuffle.noise import discrete_laplace_variance, negative_binomial_truncated, sample_negative_binomial
 from privsum.shuffle.protocol import EXECUTION_PATHS, SenderCap
 from privsum.shuffle.streaming import PartialView
 from privsum.sums._common import integer_inputs, randomized_round, warn_if_fewer
@@ -413,7 +413,7 @@ class CorrelatedNoiseSum(ShuffleProtocol):
         return MessageBatch(np.concatenate(instance_parts), np.concatenate(value_parts), n_instances=n_instances)
 
     def sender_cap(self, n_instances: int, exceed_probability: float) -> SenderCap:
-        """The least cap exceeded (one data message plus every kind's noise copies, in some instance) w.p. ``<= exceed_probability``."""
+        """The least cap that one data message plus every kind's noise copies exceed w.p. ``<= exceed_probability``."""
         parts = [(shape / self.n_users, ratio, len(values)) for shape, ratio, values in self._kinds]
         return noise_cap(n_instances, exceed_probability, parts, type(self).__name__)
 

@@ -6,6 +6,7 @@ Parsers: `WireSpec.decode_upload`, `WireSpec.decode_batch`, `WireSpec.batch_coun
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 
@@ -27,7 +28,11 @@ def _deployments():
     nb = Deployment(ThreeNBBitSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=3), n_instances=2, min_senders=1)
     skellam = Deployment(SkellamVectorSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=3, dimension=2, norm_bound=1.0),
                          min_senders=1)
-    return {"rr": (rr, np.array([[1, 0, 1, 1, 0]])), "3nb": (nb, np.array([[1, 0]])), "skellam": (skellam, np.array([[0.3, 0.1]]))}
+    return {
+        "rr": (rr, np.array([[1, 0, 1, 1, 0]])),
+        "3nb": (nb, np.array([[1, 0]])),
+        "skellam": (skellam, np.array([[0.3, 0.1]])),
+    }
 
 
 DEPLOYMENTS = _deployments()
@@ -108,7 +113,5 @@ def test_batch_parsers_leave_the_analyzer_unchanged_on_refusal(key, data, edits,
                        st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=5), st.integers(), max_size=3)))
 def test_protocol_file_parser(key, value):
     content = json.loads(json.dumps(SAMPLES["rr"][0].to_file_dict())) | {key: value}
-    try:
+    with contextlib.suppress(InvalidParameterError):
         Deployment.from_file_dict(content)
-    except InvalidParameterError:
-        pass

@@ -135,7 +135,8 @@ class _SignedCounts(BitSumProtocol):
 
     def sender_cap(self, n_instances: int, exceed_probability: float) -> SenderCap:
         """The least cap that ``1 + psi1 + psi2 + 2 psi3`` exceeds (in any instance) w.p. ``<= exceed_probability``."""
-        parts = [(2 * self.noise_shape / self.n_users, self.noise_ratio, 1), (self.flooding_shape / self.n_users, self.flooding_ratio, 2)]
+        n = self.n_users
+        parts = [(2 * self.noise_shape / n, self.noise_ratio, 1), (self.flooding_shape / n, self.flooding_ratio, 2)]
         return noise_cap(n_instances, exceed_probability, parts, type(self).__name__)
 
     def encode_users(self, x: Any, *, rng: RNGLike = None) -> tuple[MessageBatch, np.ndarray]:

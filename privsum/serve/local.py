@@ -12,7 +12,7 @@ from pathlib import Path
 
 from privsum._validation import invalid
 
-__all__ = ["LocalService", "start_service", "local_deployment"]
+__all__ = ["LocalService", "local_deployment", "start_service"]
 
 _READY = "listening on "
 

@@ -19,7 +19,7 @@ from privsum.testing.stats import two_sided_z
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
-from privsum.serve.local import local_deployment  # noqa: E402
+from privsum.serve.local import local_deployment
 
 ROOT = Path(__file__).resolve().parents[2]
 N_USERS, ONES = 3000, 900

@@ -87,25 +87,29 @@ class Client:
 
     def _uploads(self, fields: np.ndarray, counts: np.ndarray, keep: np.ndarray) -> list[bytes]:
         """The uploads of the kept users (all users with equally many messages are packed at once)."""
-        spec = self.deployment.spec
-        starts = np.concatenate([[0], np.cumsum(counts)])
-        kept = np.flatnonzero(keep)
-        if kept.size and np.all(counts == counts[0]):
-            return _equal_uploads(spec, fields.reshape(counts.size, -1)[kept])
-        return [spec.encode_upload(fields[starts[user] : starts[user + 1]]) for user in kept]
+        return _uploads(self.deployment.spec, fields, counts, np.flatnonzero(keep))
 
 
-def _equal_uploads(spec: Any, rows: np.ndarray) -> list[bytes]:
-    """Uploads of users with ``m`` messages each: rows padded to 8 fields (zero bits), packed once, cut per user."""
-    n_users, count = rows.shape
+def _uploads(spec: Any, fields: np.ndarray, counts: np.ndarray, kept: np.ndarray) -> list[bytes]:
+    """The uploads of users ``kept``, packed in one call.
+
+    Each user's fields are padded with zero fields to a multiple of 8 (so that every user starts on
+    a byte), all are packed at once, and each user's upload is its header and the first
+    ``ceil(m w / 8)`` bytes of its segment (the rest are the padding fields' zero bits).
+    """
     width = spec.field_bits
-    padded_count = -(-count // 8) * 8
-    if padded_count != count:
-        padded = np.zeros((n_users, padded_count), dtype=rows.dtype)
-        padded[:, :count] = rows
-        rows = padded
-    packed = np.frombuffer(pack_fields(rows.reshape(-1), width), dtype=np.uint8).reshape(n_users, -1)
-    body = np.ascontiguousarray(packed[:, : packed_size(count, width)]).tobytes()
-    size = packed_size(count, width)
-    header = spec.encode_upload(rows[0, :0])[:-4] + count.to_bytes(4, "big")
-    return [header + body[user * size : (user + 1) * size] for user in range(n_users)]
+    padded = -(-counts // 8) * 8
+    if np.all(counts == counts[0]):  # one reshape instead of a scatter
+        buffer = np.zeros((counts.size, int(padded[0])), dtype=fields.dtype)
+        buffer[:, : int(counts[0])] = fields.reshape(counts.size, -1)
+        buffer = buffer.reshape(-1)
+    else:
+        starts, padded_starts = np.cumsum(counts) - counts, np.cumsum(padded) - padded
+        buffer = np.zeros(int(padded.sum()), dtype=fields.dtype)
+        buffer[np.arange(fields.size) + np.repeat(padded_starts - starts, counts)] = fields
+    packed = pack_fields(buffer, width)
+    byte_starts = (np.cumsum(padded) - padded) * width // 8
+    sizes = [packed_size(int(count), width) for count in counts]
+    prefix = spec.encode_upload(fields[:0])[:-4]
+    return [prefix + int(counts[user]).to_bytes(4, "big") + packed[byte_starts[user] : byte_starts[user] + sizes[user]]
+            for user in kept]

@@ -134,7 +134,7 @@ class Deployment:
         """Each message value's position in the alphabet (values produced by the protocol's randomizer)."""
         alphabet = self.alphabet_description
         if alphabet["values"] is None:
-            return np.asarray(values, dtype=np.int64) - alphabet["first"]
+            return np.asarray(values) - alphabet["first"] if alphabet["first"] else np.asarray(values)
         return np.searchsorted(np.asarray(alphabet["values"], dtype=np.int64), values)
 
     def values_of(self, indices: np.ndarray) -> np.ndarray:

@@ -34,7 +34,7 @@ import numpy as np
 from privsum._validation import check_integer, invalid
 from privsum.exceptions import InvalidParameterError
 from privsum.wire.fingerprint import FINGERPRINT_BYTES
-from privsum.wire.packing import MAX_FIELD_BITS, pack_fields, packed_size, unpack_fields
+from privsum.wire.packing import MAX_FIELD_BITS, count_fields, pack_fields, packed_size, unpack_fields
 
 __all__ = [
     "BATCH",
@@ -274,10 +274,11 @@ class WireSpec:
         if not self.countable:
             raise invalid("spec", owner, f"at most {MAX_DENSE_CELLS} (instance, value) cells to count densely",
                           self.n_instances << self.value_bits)
+        cells = self.n_instances << self.value_bits
         if width in (1, 2, 4, 8):
             counts = _counts_from_bytes(payload, count, width)
         else:
-            counts = np.bincount(unpack_fields(payload, count, width), minlength=1 << width)
+            counts = count_fields(payload, count, width, cells)
         return batch_id, n_senders, self._cells(counts, owner)
 
     @property

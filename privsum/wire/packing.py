@@ -8,9 +8,11 @@ groups of eight fields (``w`` whole bytes), so every step is a numpy operation o
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
-__all__ = ["MAX_FIELD_BITS", "pack_fields", "packed_size", "unpack_fields"]
+__all__ = ["MAX_FIELD_BITS", "count_fields", "pack_fields", "packed_size", "unpack_fields"]
 
 #: The widest field supported: 56 bits (a field spans at most 8 bytes, so one uint64 holds it).
 MAX_FIELD_BITS = 56
@@ -66,30 +68,57 @@ def unpack_fields(payload: bytes | memoryview | np.ndarray, count: int, width: i
         >>> unpack_fields(bytes.fromhex('a8'), 2, 3).tolist()
         [5, 2]
     """
-    data = np.frombuffer(payload, dtype=np.uint8) if not isinstance(payload, np.ndarray) else payload
-    if count == 0:
-        return np.zeros(0, dtype=_field_dtype(width))
-    if width in (8, 16, 32):
-        return data[: count * width // 8].view(f">u{width // 8}").astype(_field_dtype(width))
-    if width == 1:
-        return np.unpackbits(data, count=count).astype(np.uint32)
+    data = _as_bytes(payload)
     dtype = _field_dtype(width)
+    if count == 0:
+        return np.zeros(0, dtype=dtype)
+    if width in (8, 16, 32):
+        return data[: count * width // 8].view(f">u{width // 8}").astype(dtype)
+    if width == 1:
+        return np.unpackbits(data, count=count).astype(dtype)
+    columns = list(_field_columns(data, count, width))
+    out = np.empty((columns[0].size, 8), dtype=dtype)
+    for j, column in enumerate(columns):
+        out[:, j] = column
+    return out.reshape(-1)[:count]
+
+
+def count_fields(payload: bytes | memoryview | np.ndarray, count: int, width: int, minlength: int) -> np.ndarray:
+    """How often each field value occurs among ``count`` fields (`numpy.bincount` of `unpack_fields`), without listing them.
+
+    Examples:
+        >>> count_fields(pack_fields(np.array([5, 2, 5]), 3), 3, 3, 8).tolist()
+        [0, 0, 1, 0, 0, 2, 0, 0]
+    """
+    data = _as_bytes(payload)
+    if count == 0 or width in (1, 8, 16, 32):
+        return np.bincount(unpack_fields(data, count, width).astype(np.intp), minlength=minlength)
+    counts = np.zeros(max(minlength, 1 << width) if width <= 24 else minlength, dtype=np.int64)
+    for column in _field_columns(data, count, width):
+        found = np.bincount(column, minlength=counts.size)
+        if found.size > counts.size:
+            return np.bincount(unpack_fields(data, count, width).astype(np.intp), minlength=minlength)
+        counts += found
+    counts[0] -= -(-count // 8) * 8 - count  # the zero fields after the last one
+    return counts
+
+
+def _as_bytes(payload: bytes | memoryview | np.ndarray) -> np.ndarray:
+    return payload if isinstance(payload, np.ndarray) else np.frombuffer(payload, dtype=np.uint8)
+
+
+def _field_columns(data: np.ndarray, count: int, width: int) -> Iterator[np.ndarray]:
+    """Field ``j`` of every group of eight (``j = 0..7``), as int64, read as one 64-bit word per group.
+
+    A group is ``width`` bytes; field ``j`` starts at bit ``j width``, inside the big-endian 64-bit
+    word at byte ``j width // 8`` of its group (a field spans at most 8 bytes since ``width <= 56``).
+    The payload is copied once into a buffer padded with zero bytes, so that every word can be read.
+    """
     groups = -(-count // 8)
-    padded = np.zeros(groups * width, dtype=np.uint8)
-    padded[: data.size] = data
-    rows = np.ascontiguousarray(padded.reshape(groups, width).T).astype(dtype)  # (width bytes, groups)
-    out = np.empty((groups, 8), dtype=dtype)
-    mask = dtype((1 << width) - 1)
-    eight = dtype(8)
+    buffer = np.zeros(groups * width + 8, dtype=np.uint8)
+    buffer[: data.size] = data
+    mask = np.uint64((1 << width) - 1)
     for j in range(8):
         start = j * width
-        first, last = start // 8, (start + width - 1) // 8
-        accumulated = rows[first].copy()
-        for byte in range(first + 1, last + 1):
-            accumulated <<= eight
-            accumulated |= rows[byte]
-        shift = (last + 1) * 8 - (start + width)
-        if shift:
-            accumulated >>= dtype(shift)
-        np.bitwise_and(accumulated, mask, out=out[:, j])
-    return out.reshape(-1)[:count]
+        words = np.ndarray(shape=(groups,), dtype=">u8", buffer=buffer, offset=start // 8, strides=(width,))
+        yield ((words >> np.uint64(64 - start % 8 - width)) & mask).view(np.int64)

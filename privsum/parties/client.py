@@ -98,18 +98,32 @@ def _uploads(spec: Any, fields: np.ndarray, counts: np.ndarray, kept: np.ndarray
     ``ceil(m w / 8)`` bytes of its segment (the rest are the padding fields' zero bits).
     """
     width = spec.field_bits
-    padded = -(-counts // 8) * 8
-    if np.all(counts == counts[0]):  # one reshape instead of a scatter
-        buffer = np.zeros((counts.size, int(padded[0])), dtype=fields.dtype)
-        buffer[:, : int(counts[0])] = fields.reshape(counts.size, -1)
-        buffer = buffer.reshape(-1)
-    else:
-        starts, padded_starts = np.cumsum(counts) - counts, np.cumsum(padded) - padded
-        buffer = np.zeros(int(padded.sum()), dtype=fields.dtype)
-        buffer[np.arange(fields.size) + np.repeat(padded_starts - starts, counts)] = fields
-    packed = pack_fields(buffer, width)
-    byte_starts = (np.cumsum(padded) - padded) * width // 8
-    sizes = [packed_size(int(count), width) for count in counts]
     prefix = spec.encode_upload(fields[:0])[:-4]
+    if np.all(counts == counts[0]):  # every upload the same size: one array of uploads, one bytes object
+        return _equal_uploads(prefix, fields.reshape(counts.size, -1)[kept], width)
+    padded = -(-counts // 8) * 8
+    starts, padded_starts = np.cumsum(counts) - counts, np.cumsum(padded) - padded
+    buffer = np.zeros(int(padded.sum()), dtype=fields.dtype)
+    buffer[np.arange(fields.size) + np.repeat(padded_starts - starts, counts)] = fields
+    packed = pack_fields(buffer, width)
+    byte_starts = padded_starts * width // 8
+    sizes = [packed_size(int(count), width) for count in counts]
     return [prefix + int(counts[user]).to_bytes(4, "big") + packed[byte_starts[user] : byte_starts[user] + sizes[user]]
             for user in kept]
+
+
+def _equal_uploads(prefix: bytes, rows: np.ndarray, width: int) -> list[bytes]:
+    """Uploads of users with ``m`` fields each (one row per user), built as one array and cut."""
+    n_users, count = rows.shape
+    if count % 8:
+        padded = np.zeros((n_users, -(-count // 8) * 8), dtype=rows.dtype)
+        padded[:, :count] = rows
+        rows = padded
+    packed = np.frombuffer(pack_fields(rows.reshape(-1), width), dtype=np.uint8).reshape(n_users, -1)
+    header = np.frombuffer(prefix + count.to_bytes(4, "big"), dtype=np.uint8)
+    size = header.size + packed_size(count, width)
+    uploads = np.empty((n_users, size), dtype=np.uint8)
+    uploads[:, : header.size] = header
+    uploads[:, header.size :] = packed[:, : size - header.size]
+    blob = uploads.tobytes()
+    return [blob[start : start + size] for start in range(0, len(blob), size)]

@@ -152,10 +152,11 @@ class WireSpec:
 
     # ------------------------------------------------------------------ fields
     def fields(self, instances: np.ndarray, value_indices: np.ndarray) -> np.ndarray:
-        """``instance << value_bits | value_index`` for each message (inputs already in range)."""
-        dtype = np.uint32 if self.field_bits <= 24 else np.uint64
-        shifted = np.asarray(instances).astype(dtype) << dtype(self.value_bits)
-        return shifted | np.asarray(value_indices).astype(dtype)
+        """``instance << value_bits | value_index`` for each message, as int64 (inputs already in range)."""
+        indices = np.asarray(value_indices, dtype=np.int64)
+        if self.tag_bits == 0:
+            return indices
+        return (np.asarray(instances, dtype=np.int64) << self.value_bits) | indices
 
     def split(self, fields: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(instances, value_indices)`` of fields (as int64)."""

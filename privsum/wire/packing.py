@@ -43,19 +43,22 @@ def pack_fields(fields: np.ndarray, width: int) -> bytes:
         return np.asarray(fields).astype(f">u{width // 8}").tobytes()
     if width == 1:
         return np.packbits(np.asarray(fields, dtype=np.uint8)).tobytes()
-    dtype = _field_dtype(width)
+    dtype = _field_dtype(width)  # a field shifted by up to 7 bits still fits
     groups = -(-count // 8)
-    padded = np.zeros(groups * 8, dtype=dtype)
-    padded[:count] = fields
+    if count % 8 == 0 and fields.dtype == dtype:
+        padded = fields
+    else:
+        padded = np.zeros(groups * 8, dtype=dtype)
+        padded[:count] = fields
     columns = padded.reshape(groups, 8).T  # (8, groups): field j of each group
     out = np.zeros((width, groups), dtype=np.uint8)
     for j in range(8):
         start = j * width
         first, last = start // 8, (start + width - 1) // 8
-        shift = (last + 1) * 8 - (start + width)  # spare bits after the field in its last byte
-        field = columns[j].astype(np.uint64) << np.uint64(shift)
+        field = columns[j] << dtype(((last + 1) * 8 - (start + width)))  # aligned to the end of its last byte
         for byte in range(first, last + 1):
-            out[byte] |= ((field >> np.uint64(8 * (last - byte))) & np.uint64(0xFF)).astype(np.uint8)
+            shifted = field >> dtype(8 * (last - byte)) if byte < last else field
+            np.bitwise_or(out[byte], shifted, out=out[byte], casting="unsafe")  # the cast keeps the low 8 bits
     return out.T.tobytes()[: packed_size(count, width)]
 
 

@@ -43,6 +43,8 @@ def pack_fields(fields: np.ndarray, width: int) -> bytes:
         return np.asarray(fields).astype(f">u{width // 8}").tobytes()
     if width == 1:
         return np.packbits(np.asarray(fields, dtype=np.uint8)).tobytes()
+    if width > 24:
+        return _pack_by_words(np.asarray(fields), count, width)
     dtype = _field_dtype(width)  # a field shifted by up to 7 bits still fits
     groups = -(-count // 8)
     if count % 8 == 0 and fields.dtype == dtype:
@@ -60,6 +62,22 @@ def pack_fields(fields: np.ndarray, width: int) -> bytes:
             shifted = field >> dtype(8 * (last - byte)) if byte < last else field
             np.bitwise_or(out[byte], shifted, out=out[byte], casting="unsafe")  # the cast keeps the low 8 bits
     return out.T.tobytes()[: packed_size(count, width)]
+
+
+def _pack_by_words(fields: np.ndarray, count: int, width: int) -> bytes:
+    """Wide fields: field ``j`` of each group OR-ed into the big-endian 64-bit word at byte ``j width // 8`` of its group."""
+    groups = -(-count // 8)
+    if count % 8 == 0 and fields.dtype in (np.uint64, np.int64):
+        columns = fields.view(np.uint64).reshape(groups, 8)
+    else:
+        columns = np.zeros((groups, 8), dtype=np.uint64)
+        columns.reshape(-1)[:count] = fields
+    buffer = np.zeros(groups * width + 8, dtype=np.uint8)  # 8 spare bytes: every word lies inside
+    for j in range(8):
+        start = j * width
+        words = np.ndarray(shape=(groups,), dtype=">u8", buffer=buffer, offset=start // 8, strides=(width,))
+        words |= columns[:, j] << np.uint64(64 - start % 8 - width)
+    return buffer[: packed_size(count, width)].tobytes()
 
 
 def unpack_fields(payload: bytes | memoryview | np.ndarray, count: int, width: int) -> np.ndarray:

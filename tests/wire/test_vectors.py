@@ -41,3 +41,10 @@ def test_vector(name):
     analyzer = Analyzer(deployment)
     analyzer.absorb(bytes.fromhex(vector["batch_hex"]))
     assert analyzer.n_participants == 1 and analyzer.view.total_messages == len(vector["decoded"]["values"])
+
+
+def test_the_wire_format_page_shows_the_rr_vector():
+    page = (Path(__file__).parents[2] / "docs" / "wire-format.md").read_text()
+    vector = load("RRBitSum")
+    for text in (vector["canonical_encoding"], vector["fingerprint"], vector["upload_hex"]):
+        assert text in page

@@ -116,7 +116,7 @@ def client_speed(cases: dict[str, tuple[Deployment, np.ndarray]], repeats: int) 
         generator = np.random.default_rng(4)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PrivacyLeakWarning)
-            randomize = timings(lambda protocol=protocol, inputs=inputs: protocol.randomize(inputs, rng=generator), repeats)
+            randomize = timings(lambda p=protocol, x=inputs, g=generator: p.randomize(x, rng=g), repeats)
         encode = timings(lambda client=client, inputs=inputs: client.encode_many(inputs), repeats)
         ratio = statistics.median(encode) / statistics.median(randomize)
         print(f"{name}, {inputs.shape[0]:,} users: clients {spread(encode)}; randomize {spread(randomize)}; "

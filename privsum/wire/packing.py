@@ -57,7 +57,7 @@ def pack_fields(fields: np.ndarray, width: int) -> bytes:
     for j in range(8):
         start = j * width
         first, last = start // 8, (start + width - 1) // 8
-        field = columns[j] << dtype(((last + 1) * 8 - (start + width)))  # aligned to the end of its last byte
+        field = columns[j] << dtype((last + 1) * 8 - (start + width))  # aligned to the end of its last byte
         for byte in range(first, last + 1):
             shifted = field >> dtype(8 * (last - byte)) if byte < last else field
             np.bitwise_or(out[byte], shifted, out=out[byte], casting="unsafe")  # the cast keeps the low 8 bits

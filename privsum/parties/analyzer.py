@@ -106,21 +106,27 @@ class Analyzer:
 
     @property
     def event(self) -> PrivacyEvent:
-        """The guarantee achieved for the participants received (`event_for_participants`).
+        """What an accountant composes for this release: the protocol's `event_for_participants`.
 
-        Where the protocol's message counts are random, the cap's redraws add
-        ``(1 + e^epsilon) n exceed_probability`` to delta and the event is that (epsilon, delta).
+        Where the protocol's message counts are random, the cap's redraws add to delta (see
+        `guarantee`) and the event is that (epsilon, delta) guarantee.
         """
         self._require_participants("Analyzer.event")
-        event = self.deployment.protocol.event_for_participants(self.n_participants)
-        guarantee = event.guarantee
-        extra = self.deployment.delta_for_cap(guarantee.epsilon, self.n_participants)
-        if extra == 0.0:
-            return event
-        delta = min(guarantee.delta + extra, np.nextafter(1.0, 0.0))
-        return GuaranteeEvent(PrivacyGuarantee(guarantee.epsilon, float(delta), guarantee.neighbouring))
+        if self.deployment.cap.exceed_probability == 0.0:
+            return self.deployment.protocol.event_for_participants(self.n_participants)
+        return GuaranteeEvent(self.guarantee)
 
     @property
     def guarantee(self) -> PrivacyGuarantee:
-        """The headline guarantee of `event`."""
-        return self.event.guarantee
+        """The headline guarantee for the participants received (`guarantee_for_participants`).
+
+        Where the protocol's message counts are random, the cap's redraws add
+        ``(1 + e^epsilon) n exceed_probability`` to delta (`Deployment.delta_for_cap`).
+        """
+        self._require_participants("Analyzer.guarantee")
+        guarantee = self.deployment.protocol.guarantee_for_participants(self.n_participants)
+        extra = self.deployment.delta_for_cap(guarantee.epsilon, self.n_participants)
+        if extra == 0.0:
+            return guarantee
+        delta = min(guarantee.delta + extra, float(np.nextafter(1.0, 0.0)))
+        return PrivacyGuarantee(guarantee.epsilon, delta, guarantee.neighbouring)

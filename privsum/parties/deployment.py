@@ -44,9 +44,42 @@ def protocol_classes() -> dict[str, type[ShuffleProtocol]]:
     from privsum.bitsum import LocalRRBitSum, PureBitSum, RRBitSum, ThreeNBBitSum
     from privsum.sums import BlanketRealSum, CorrelatedNoiseSum, MultiMessageSum, ShuffledVectorSum, SkellamVectorSum
 
+    from privsum.kde import ShuffledKDE
+
     bundled = (RRBitSum, LocalRRBitSum, ThreeNBBitSum, PureBitSum, BlanketRealSum, CorrelatedNoiseSum, MultiMessageSum,
-               ShuffledVectorSum, SkellamVectorSum)
+               ShuffledVectorSum, SkellamVectorSum, ShuffledKDE)
     return {cls.__name__: cls for cls in bundled} | _REGISTRY
+
+
+def _component_classes() -> dict[str, type]:
+    """Classes a protocol's parameters may nest (bit sums inside the KDE, LSQ families, projections)."""
+    from privsum.lsq import L2LSH, FastJLT, IdentityFeatures, RandomFourierFeatures, RandomSigns, SignedRandomProjection
+
+    components = (L2LSH, FastJLT, IdentityFeatures, RandomFourierFeatures, RandomSigns, SignedRandomProjection)
+    return {cls.__name__: cls for cls in components} | protocol_classes()
+
+
+def _rebuild(value: Any, owner: str) -> Any:
+    """Parameters from a protocol file with nested ``{"class", "parameters"}`` objects built again."""
+    if isinstance(value, Mapping) and set(value) == {"class", "parameters"}:
+        classes = _component_classes()
+        name, parameters = value["class"], value["parameters"]
+        if not (isinstance(name, str) and name in classes and isinstance(parameters, Mapping)):
+            raise invalid("parameters", owner, f"nested objects of the classes {sorted(classes)}", name)
+        return _construct(classes[name], _rebuild(parameters, owner), owner)
+    if isinstance(value, Mapping):
+        return {key: _rebuild(item, owner) for key, item in value.items()}
+    return value
+
+
+def _construct(cls: type, parameters: Mapping[str, Any], owner: str) -> Any:
+    """``cls(**parameters)``, a missing or unknown name refused as an `InvalidParameterError`."""
+    try:
+        return cls(**parameters)
+    except TypeError as error:  # unknown or missing names (InvalidParameterError is raised as it is)
+        if isinstance(error, InvalidParameterError):
+            raise
+        raise invalid("parameters", owner, f"the parameters of {cls.__name__}", sorted(parameters)) from None
 
 
 @dataclass(frozen=True)
@@ -175,12 +208,7 @@ class Deployment:
         parameters = content.get("parameters")
         if not isinstance(parameters, Mapping):
             raise invalid("parameters", owner, "a JSON object of the protocol's parameters", parameters)
-        try:
-            protocol = classes[name](**parameters)
-        except TypeError as error:  # unknown or missing names (InvalidParameterError is raised as it is)
-            if isinstance(error, InvalidParameterError):
-                raise
-            raise invalid("parameters", owner, f"the parameters of {name}", sorted(parameters)) from None
+        protocol = _construct(classes[name], _rebuild(parameters, owner), owner)
         deployment = cls(
             protocol,
             n_instances=content.get("n_instances"),

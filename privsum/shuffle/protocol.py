@@ -177,6 +177,10 @@ class ShuffleProtocol(abc.ABC):
         check_integer(n_participants, "n_participants", type(self).__name__, low=1)
         return self.event
 
+    def guarantee_for_participants(self, n_participants: int) -> PrivacyGuarantee:
+        """The headline guarantee when ``n_participants`` users take part (default: that of `event_for_participants`)."""
+        return self.event_for_participants(n_participants).guarantee
+
     # ----------------------------------------------------------------- streaming
     def partial_view(self, chunk: Any, *, rng: RNGLike = None, path: str = "fast") -> PartialView:
         """One chunk of users' histogram (only their own randomness) and their number.
@@ -267,9 +271,11 @@ class ShuffleProtocol(abc.ABC):
     def public_parameters(self) -> dict[str, Any]:
         """The calibrated public parameters a deployment fingerprints: every init field of the dataclass.
 
-        `type(self)(**public_parameters())` rebuilds the protocol (a deployment's protocol file).
+        A field holding another dataclass (a nested protocol, an LSQ family) is written as
+        ``{"class": its class name, "parameters": its init fields}``, recursively, so that
+        `privsum.parties` rebuilds the protocol from a protocol file.
         """
-        return {field.name: getattr(self, field.name) for field in dataclasses.fields(self) if field.init}  # type: ignore[arg-type]
+        return _init_fields(self)
 
     def wire_instances(self, n_instances: int | None = None) -> int:
         """Instance tags on the wire when users' inputs have ``n_instances`` columns (default: that number)."""
@@ -304,6 +310,19 @@ class ShuffleProtocol(abc.ABC):
         if remainder:
             raise invalid("x", type(self).__name__, "inputs whose users send equally many messages", batch.n_messages)
         return batch, np.full(n_users, per_user, dtype=np.int64)
+
+
+def _init_fields(instance: Any) -> dict[str, Any]:
+    """A dataclass's init fields, nested dataclasses as ``{"class", "parameters"}``, tuples as lists."""
+
+    def plain(value: Any) -> Any:
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return {"class": type(value).__name__, "parameters": _init_fields(value)}
+        if isinstance(value, (tuple, list)):
+            return [plain(item) for item in value]
+        return value
+
+    return {field.name: plain(getattr(instance, field.name)) for field in dataclasses.fields(instance) if field.init}
 
 
 def _as_stream(chunks: Any, owner: str) -> Any:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from privsum.bitsum import LocalRRBitSum, PureBitSum, RRBitSum, ThreeNBBitSum
+from privsum.kde import ShuffledKDE
+from privsum.lsq import RandomFourierFeatures
 from privsum.sums import BlanketRealSum, CorrelatedNoiseSum, MultiMessageSum, ShuffledVectorSum, SkellamVectorSum
 
 
@@ -21,19 +23,24 @@ def protocol(name: str, n_users: int):
         "MultiMessageSum": lambda: MultiMessageSum.from_privacy(**privacy, delta=1e-6),
         "ShuffledVectorSum": lambda: ShuffledVectorSum.from_privacy(**privacy, delta=1e-6, dimension=4),
         "SkellamVectorSum": lambda: SkellamVectorSum.from_privacy(**privacy, delta=1e-6, dimension=4, norm_bound=1.0),
+        "ShuffledKDE": lambda: ShuffledKDE.from_privacy(family=RandomFourierFeatures(dimension=2, n_repetitions=6, seed=1),
+                                                        protocol=RRBitSum, epsilon=4.0, delta=1e-6, n_users=n_users),
     }
     return builders[name]()
 
 
 NAMES = ("RRBitSum", "LocalRRBitSum", "ThreeNBBitSum", "PureBitSum", "BlanketRealSum", "CorrelatedNoiseSum",
-         "MultiMessageSum", "ShuffledVectorSum", "SkellamVectorSum")
+         "MultiMessageSum", "ShuffledVectorSum", "SkellamVectorSum", "ShuffledKDE")
 VECTOR_SUMS = ("ShuffledVectorSum", "SkellamVectorSum")
+FIXED_INSTANCES = (*VECTOR_SUMS, "ShuffledKDE")
 
 
 def inputs(name: str, n_users: int, n_instances: int, rng: np.random.Generator) -> np.ndarray:
     """Valid inputs of ``n_users`` users (``n_instances`` columns, or the dimension for vector sums)."""
     if name in VECTOR_SUMS:
         return rng.random((n_users, 4)) / 4
+    if name == "ShuffledKDE":
+        return rng.normal(size=(n_users, 2)) * 0.5
     if name in ("CorrelatedNoiseSum", "MultiMessageSum"):
         return rng.integers(0, 2, (n_users, n_instances))
     if name == "BlanketRealSum":
@@ -42,4 +49,4 @@ def inputs(name: str, n_users: int, n_instances: int, rng: np.random.Generator) 
 
 
 def n_instances(name: str, columns: int) -> int | None:
-    return None if name in VECTOR_SUMS else columns
+    return None if name in FIXED_INSTANCES else columns

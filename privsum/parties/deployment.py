@@ -42,9 +42,8 @@ def register_protocol(cls: type[ShuffleProtocol]) -> type[ShuffleProtocol]:
 def protocol_classes() -> dict[str, type[ShuffleProtocol]]:
     """The protocols the parties carry, by wire name (the bundled ones and any registered)."""
     from privsum.bitsum import LocalRRBitSum, PureBitSum, RRBitSum, ThreeNBBitSum
-    from privsum.sums import BlanketRealSum, CorrelatedNoiseSum, MultiMessageSum, ShuffledVectorSum, SkellamVectorSum
-
     from privsum.kde import ShuffledKDE
+    from privsum.sums import BlanketRealSum, CorrelatedNoiseSum, MultiMessageSum, ShuffledVectorSum, SkellamVectorSum
 
     bundled = (RRBitSum, LocalRRBitSum, ThreeNBBitSum, PureBitSum, BlanketRealSum, CorrelatedNoiseSum, MultiMessageSum,
                ShuffledVectorSum, SkellamVectorSum, ShuffledKDE)

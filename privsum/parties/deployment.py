@@ -42,19 +42,22 @@ def register_protocol(cls: type[ShuffleProtocol]) -> type[ShuffleProtocol]:
 def protocol_classes() -> dict[str, type[ShuffleProtocol]]:
     """The protocols the parties carry, by wire name (the bundled ones and any registered)."""
     from privsum.bitsum import LocalRRBitSum, PureBitSum, RRBitSum, ThreeNBBitSum
+    from privsum.clipping import ClippedSum
     from privsum.kde import ShuffledKDE
     from privsum.sums import BlanketRealSum, CorrelatedNoiseSum, MultiMessageSum, ShuffledVectorSum, SkellamVectorSum
 
     bundled = (RRBitSum, LocalRRBitSum, ThreeNBBitSum, PureBitSum, BlanketRealSum, CorrelatedNoiseSum, MultiMessageSum,
-               ShuffledVectorSum, SkellamVectorSum, ShuffledKDE)
+               ShuffledVectorSum, SkellamVectorSum, ShuffledKDE, ClippedSum)
     return {cls.__name__: cls for cls in bundled} | _REGISTRY
 
 
 def _component_classes() -> dict[str, type]:
     """Classes a protocol's parameters may nest (bit sums inside the KDE, LSQ families, projections)."""
     from privsum.lsq import L2LSH, FastJLT, IdentityFeatures, RandomFourierFeatures, RandomSigns, SignedRandomProjection
+    from privsum.sums.sparse_shares import SparseMultiMessageSum
 
-    components = (L2LSH, FastJLT, IdentityFeatures, RandomFourierFeatures, RandomSigns, SignedRandomProjection)
+    components = (L2LSH, FastJLT, IdentityFeatures, RandomFourierFeatures, RandomSigns, SignedRandomProjection,
+                  SparseMultiMessageSum)
     return {cls.__name__: cls for cls in components} | protocol_classes()
 
 
@@ -68,6 +71,8 @@ def _rebuild(value: Any, owner: str) -> Any:
         return _construct(classes[name], _rebuild(parameters, owner), owner)
     if isinstance(value, Mapping):
         return {key: _rebuild(item, owner) for key, item in value.items()}
+    if isinstance(value, list):  # JSON arrays: tuples of the dataclasses
+        return tuple(_rebuild(item, owner) for item in value)
     return value
 
 
@@ -146,8 +151,9 @@ class Deployment:
             "parameters": self.protocol.public_parameters(),
             "instances": self.n_instances,
             "alphabet": self.alphabet_description,
+            # the target, not the bound reached: the integers and the target do not depend on the platform's rounding
             "cap": {"per_instance": self.cap.per_instance, "total": self.cap.total,
-                    "exceed_probability": self.cap.exceed_probability},
+                    "exceed_probability": self.exceed_probability},
             "min_senders": self.min_senders,
         }
 

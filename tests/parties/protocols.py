@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from privsum.bitsum import LocalRRBitSum, PureBitSum, RRBitSum, ThreeNBBitSum
+from privsum.clipping import ClippedSum
 from privsum.kde import ShuffledKDE
 from privsum.lsq import RandomFourierFeatures
 from privsum.sums import BlanketRealSum, CorrelatedNoiseSum, MultiMessageSum, ShuffledVectorSum, SkellamVectorSum
@@ -25,20 +26,24 @@ def protocol(name: str, n_users: int):
         "SkellamVectorSum": lambda: SkellamVectorSum.from_privacy(**privacy, delta=1e-6, dimension=4, norm_bound=1.0),
         "ShuffledKDE": lambda: ShuffledKDE.from_privacy(family=RandomFourierFeatures(dimension=2, n_repetitions=6, seed=1),
                                                         protocol=RRBitSum, epsilon=4.0, delta=1e-6, n_users=n_users),
+        "ClippedSum": lambda: ClippedSum.from_privacy(**privacy, delta=1e-6, domain=2**5),
     }
     return builders[name]()
 
 
 NAMES = ("RRBitSum", "LocalRRBitSum", "ThreeNBBitSum", "PureBitSum", "BlanketRealSum", "CorrelatedNoiseSum",
-         "MultiMessageSum", "ShuffledVectorSum", "SkellamVectorSum", "ShuffledKDE")
+         "MultiMessageSum", "ShuffledVectorSum", "SkellamVectorSum", "ShuffledKDE",
+         "ClippedSum")
 VECTOR_SUMS = ("ShuffledVectorSum", "SkellamVectorSum")
-FIXED_INSTANCES = (*VECTOR_SUMS, "ShuffledKDE")
+FIXED_INSTANCES = (*VECTOR_SUMS, "ShuffledKDE", "ClippedSum")
 
 
 def inputs(name: str, n_users: int, n_instances: int, rng: np.random.Generator) -> np.ndarray:
     """Valid inputs of ``n_users`` users (``n_instances`` columns, or the dimension for vector sums)."""
     if name in VECTOR_SUMS:
         return rng.random((n_users, 4)) / 4
+    if name == "ClippedSum":
+        return rng.integers(0, 20, (n_users, 1))
     if name == "ShuffledKDE":
         return rng.normal(size=(n_users, 2)) * 0.5
     if name in ("CorrelatedNoiseSum", "MultiMessageSum"):

@@ -1,0 +1,50 @@
+"""What `privsum.parties` needs from the one-round clipped sum: its instances, cap and one user's encoding."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from privsum._random import RNGLike, as_generator
+from privsum._validation import invalid
+from privsum.shuffle.messages import MessageBatch
+from privsum.shuffle.protocol import SenderCap
+
+
+class ClippedPartyHooks:
+    """Mixed into `~privsum.clipping.ClippedSum`: wire instance ``column (log2 U + 1) + j`` is sub-domain ``j`` of a column."""
+
+    def wire_instances(self, n_instances: int | None = None) -> int:
+        """``k (log2 U + 1)`` for ``k`` columns: a multiple of the number of sub-domains (default: one column)."""
+        width = self.n_sub_domains  # type: ignore[attr-defined]
+        if n_instances is None:
+            return width
+        if not (isinstance(n_instances, int) and n_instances >= width and n_instances % width == 0):
+            raise invalid("n_instances", type(self).__name__, f"columns times {width} (the sub-domains)", n_instances)
+        return n_instances
+
+    def sender_cap(self, n_instances: int, exceed_probability: float) -> SenderCap:
+        """Every sub-domain instance's cap (the largest per instance), the exceed probability split evenly among them."""
+        width = self.n_sub_domains  # type: ignore[attr-defined]
+        caps = [protocol.sender_cap(n_instances // width, exceed_probability / width)
+                for protocol in self.instances]  # type: ignore[attr-defined]
+        return SenderCap(max(cap.per_instance for cap in caps), sum(cap.total for cap in caps),
+                         min(1.0, sum(cap.exceed_probability for cap in caps)))
+
+    def encode_users(self, x: Any, *, rng: RNGLike = None) -> tuple[MessageBatch, np.ndarray]:
+        """Each sub-domain instance's messages of each user, merged user by user."""
+        generator = as_generator(rng, type(self).__name__)
+        values = self._inputs(x, generator)  # type: ignore[attr-defined]
+        n_users, width = values.shape[0], self.n_sub_domains  # type: ignore[attr-defined]
+        users, instances, message_values = [], [], []
+        for j, (protocol, column) in enumerate(self._pairs(values)):  # type: ignore[attr-defined]
+            batch, counts = protocol.encode_users(column, rng=generator)
+            users.append(np.repeat(np.arange(n_users), counts))
+            instances.append(batch.instances * width + j)
+            message_values.append(batch.values)
+        order = np.argsort(np.concatenate(users), kind="stable")
+        owners = np.concatenate(users)[order]
+        batch = MessageBatch(np.concatenate(instances)[order], np.concatenate(message_values)[order],
+                             n_instances=values.shape[1] * width)
+        return batch, np.bincount(owners, minlength=n_users)

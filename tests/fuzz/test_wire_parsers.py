@@ -115,3 +115,18 @@ def test_protocol_file_parser(key, value):
     content = json.loads(json.dumps(SAMPLES["rr"][0].to_file_dict())) | {key: value}
     with contextlib.suppress(InvalidParameterError):
         Deployment.from_file_dict(content)
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.binary(max_size=200), edits=EDITS, cut=st.none() | st.integers(0, 10**6))
+def test_http_record_framing_parser(data, edits, cut):
+    from privsum.serve.records import pack_records, unpack_records
+
+    _, upload, _ = SAMPLES["rr"]
+    sample = pack_records([("alice", upload), ("bob", upload)])
+    for candidate in (data, mutate(sample, edits, cut, b"")):
+        try:
+            records = unpack_records(candidate, max_upload_bytes=len(upload))
+        except InvalidParameterError:
+            continue
+        assert all(len(record) <= len(upload) for _, record in records)

@@ -73,7 +73,8 @@ class Client:
         batch, counts = deployment.protocol.encode_users(inputs, rng=self._generator)
         if batch.n_instances != deployment.n_instances:
             raise invalid("inputs", "Client", f"inputs for {deployment.n_instances} instances", f"{batch.n_instances} instances")
-        return deployment.spec.fields(batch.instances, deployment.value_indices(batch.values)), counts
+        # the batch is this client's own: its instance array becomes the fields
+        return deployment.spec.fields(batch.instances, deployment.value_indices(batch.values), overwrite=True), counts
 
     def _within_cap(self, fields: np.ndarray, counts: np.ndarray) -> np.ndarray:
         """Which users' messages respect the cap (per instance and in total)."""
@@ -119,11 +120,7 @@ def _equal_uploads(prefix: bytes, rows: np.ndarray, width: int) -> list[bytes]:
         padded = np.zeros((n_users, -(-count // 8) * 8), dtype=rows.dtype)
         padded[:, :count] = rows
         rows = padded
-    packed = np.frombuffer(pack_fields(rows.reshape(-1), width), dtype=np.uint8).reshape(n_users, -1)
-    header = np.frombuffer(prefix + count.to_bytes(4, "big"), dtype=np.uint8)
-    size = header.size + packed_size(count, width)
-    uploads = np.empty((n_users, size), dtype=np.uint8)
-    uploads[:, : header.size] = header
-    uploads[:, header.size :] = packed[:, : size - header.size]
-    blob = uploads.tobytes()
-    return [blob[start : start + size] for start in range(0, len(blob), size)]
+    packed = pack_fields(rows.reshape(-1), width)  # each user's segment: whole bytes, padding fields last
+    header = prefix + count.to_bytes(4, "big")
+    size, segment = packed_size(count, width), len(packed) // n_users
+    return [header + packed[start : start + size] for start in range(0, len(packed), segment)]

@@ -151,11 +151,18 @@ class WireSpec:
         return _PREFIX + len(self.name) + FINGERPRINT_BYTES + BATCH_ID_BYTES + 4 + 8
 
     # ------------------------------------------------------------------ fields
-    def fields(self, instances: np.ndarray, value_indices: np.ndarray) -> np.ndarray:
-        """``instance << value_bits | value_index`` for each message, as int64 (inputs already in range)."""
+    def fields(self, instances: np.ndarray, value_indices: np.ndarray, *, overwrite: bool = False) -> np.ndarray:
+        """``instance << value_bits | value_index`` for each message, as int64 (inputs already in range).
+
+        ``overwrite=True`` computes the fields in the ``instances`` array itself (an int64 array the
+        caller no longer needs), saving two temporary arrays.
+        """
         indices = np.asarray(value_indices, dtype=np.int64)
         if self.tag_bits == 0:
             return indices
+        if overwrite and isinstance(instances, np.ndarray) and instances.dtype == np.int64 and instances.flags.writeable:
+            np.left_shift(instances, self.value_bits, out=instances)
+            return np.bitwise_or(instances, indices, out=instances)
         return (np.asarray(instances, dtype=np.int64) << self.value_bits) | indices
 
     def split(self, fields: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,9 +1,13 @@
-"""Deployable parties of every shuffle protocol: a client, a shuffler and an analyzer over the wire format.
+"""Deployable parties of the shuffle protocols: a client, a shuffler and an analyzer over the wire format.
 
 A `Deployment` fixes the protocol's calibrated public parameters and the wire configuration;
 `Client` turns one user's input into that user's upload (bytes), `Shuffler` collects uploads
 from identified senders and releases anonymous permuted batches, `Analyzer` absorbs batches and
-returns the estimate with the guarantee for the participants it received. The byte format is
+returns the estimate with the guarantee for the participants it received. The parties are written
+once for all protocols: a protocol states what they need (`~privsum.shuffle.ShuffleProtocol`'s
+``public_parameters``, ``wire_instances``, ``sender_cap``, ``encode_users``); `protocol_classes`
+lists those carried (the bit sums, the real and vector sums, the one-round clipped sum and the
+shuffled KDE over bit sums). The byte format is
 `privsum.wire` (``docs/wire-format.md``); the HTTP services are `privsum.serve`.
 """
 

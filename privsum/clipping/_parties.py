@@ -48,3 +48,24 @@ class ClippedPartyHooks:
         batch = MessageBatch(np.concatenate(instances)[order], np.concatenate(message_values)[order],
                              n_instances=values.shape[1] * width)
         return batch, np.bincount(owners, minlength=n_users)
+
+
+class ClippedVectorPartyHooks:
+    """Mixed into `~privsum.clipping.ClippedVectorSum`: its ``2 d'`` signed columns are one `ClippedSum`'s columns."""
+
+    def wire_instances(self, n_instances: int | None = None) -> int:
+        """``2 d' (log2 U + 1)`` (a different ``n_instances`` is refused)."""
+        wire = 2 * self.padded_dimension * self.coordinate.n_sub_domains  # type: ignore[attr-defined]
+        if n_instances is not None and n_instances != wire:
+            raise invalid("n_instances", type(self).__name__, f"None or {wire}", n_instances)
+        return wire
+
+    def sender_cap(self, n_instances: int, exceed_probability: float) -> SenderCap:
+        """The coordinate clipped sum's cap over every column."""
+        return self.coordinate.sender_cap(n_instances, exceed_probability)  # type: ignore[attr-defined]
+
+    def encode_users(self, x: Any, *, rng: RNGLike = None) -> tuple[MessageBatch, np.ndarray]:
+        """Each user's vector rotated and rounded to ``2 d'`` columns, then the coordinate clipped sum's messages."""
+        generator = as_generator(rng, type(self).__name__)
+        columns = self._signed_columns(x, generator)  # type: ignore[attr-defined]
+        return self.coordinate.encode_users(columns, rng=generator)  # type: ignore[attr-defined]

@@ -34,6 +34,7 @@ from privsum.accounting.budget import (
     composition_backs,
     per_mechanism_budget,
 )
+from privsum.clipping._parties import ClippedVectorPartyHooks
 from privsum.clipping.instances import (
     CLIPPED_RELATIONS,
     NoisySums,
@@ -54,7 +55,7 @@ __all__ = ["ClippedVectorSum"]
 
 # --------------------------------------------------------------------------- high-dimensional clipped sum
 @dataclass(frozen=True, kw_only=True)
-class ClippedVectorSum(ShuffleProtocol):
+class ClippedVectorSum(ClippedVectorPartyHooks, ShuffleProtocol):
     """One-round shuffled sum of vectors in the ``l2`` ball of radius ``R`` with per-coordinate clipping.
 
     Section 6 of Dong et al. (CCS 2024).

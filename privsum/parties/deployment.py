@@ -42,22 +42,24 @@ def register_protocol(cls: type[ShuffleProtocol]) -> type[ShuffleProtocol]:
 def protocol_classes() -> dict[str, type[ShuffleProtocol]]:
     """The protocols the parties carry, by wire name (the bundled ones and any registered)."""
     from privsum.bitsum import LocalRRBitSum, PureBitSum, RRBitSum, ThreeNBBitSum
-    from privsum.clipping import ClippedSum
+    from privsum.clipping import ClippedSum, ClippedVectorSum
     from privsum.kde import ShuffledKDE
     from privsum.sums import BlanketRealSum, CorrelatedNoiseSum, MultiMessageSum, ShuffledVectorSum, SkellamVectorSum
 
     bundled = (RRBitSum, LocalRRBitSum, ThreeNBBitSum, PureBitSum, BlanketRealSum, CorrelatedNoiseSum, MultiMessageSum,
-               ShuffledVectorSum, SkellamVectorSum, ShuffledKDE, ClippedSum)
+               ShuffledVectorSum, SkellamVectorSum, ShuffledKDE, ClippedSum,
+               ClippedVectorSum)
     return {cls.__name__: cls for cls in bundled} | _REGISTRY
 
 
 def _component_classes() -> dict[str, type]:
     """Classes a protocol's parameters may nest (bit sums inside the KDE, LSQ families, projections)."""
+    from privsum.accounting import PrivacyGuarantee
     from privsum.lsq import L2LSH, FastJLT, IdentityFeatures, RandomFourierFeatures, RandomSigns, SignedRandomProjection
     from privsum.sums.sparse_shares import SparseMultiMessageSum
 
     components = (L2LSH, FastJLT, IdentityFeatures, RandomFourierFeatures, RandomSigns, SignedRandomProjection,
-                  SparseMultiMessageSum)
+                  SparseMultiMessageSum, PrivacyGuarantee)
     return {cls.__name__: cls for cls in components} | protocol_classes()
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from privsum.bitsum import LocalRRBitSum, PureBitSum, RRBitSum, ThreeNBBitSum
-from privsum.clipping import ClippedSum
+from privsum.clipping import ClippedSum, ClippedVectorSum
 from privsum.kde import ShuffledKDE
 from privsum.lsq import RandomFourierFeatures
 from privsum.sums import BlanketRealSum, CorrelatedNoiseSum, MultiMessageSum, ShuffledVectorSum, SkellamVectorSum
@@ -27,14 +27,15 @@ def protocol(name: str, n_users: int):
         "ShuffledKDE": lambda: ShuffledKDE.from_privacy(family=RandomFourierFeatures(dimension=2, n_repetitions=6, seed=1),
                                                         protocol=RRBitSum, epsilon=4.0, delta=1e-6, n_users=n_users),
         "ClippedSum": lambda: ClippedSum.from_privacy(**privacy, delta=1e-6, domain=2**5),
+        "ClippedVectorSum": lambda: ClippedVectorSum.from_privacy(**privacy, delta=1e-6, dimension=4, radius=1.0),
     }
     return builders[name]()
 
 
 NAMES = ("RRBitSum", "LocalRRBitSum", "ThreeNBBitSum", "PureBitSum", "BlanketRealSum", "CorrelatedNoiseSum",
          "MultiMessageSum", "ShuffledVectorSum", "SkellamVectorSum", "ShuffledKDE",
-         "ClippedSum")
-VECTOR_SUMS = ("ShuffledVectorSum", "SkellamVectorSum")
+         "ClippedSum", "ClippedVectorSum")
+VECTOR_SUMS = ("ShuffledVectorSum", "SkellamVectorSum", "ClippedVectorSum")
 FIXED_INSTANCES = (*VECTOR_SUMS, "ShuffledKDE", "ClippedSum")
 
 

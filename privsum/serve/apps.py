@@ -81,8 +81,12 @@ def shuffler_app(deployment: Deployment, *, analyzer_url: str | None = None, max
         if analyzer_url is not None:
             forward = urllib.request.Request(analyzer_url.rstrip("/") + "/batches", data=batch, method="POST",
                                              headers={"Content-Type": "application/octet-stream"})
-            with urllib.request.urlopen(forward, timeout=60) as answer:
-                answer.read()
+            try:
+                with urllib.request.urlopen(forward, timeout=60) as answer:  # the operator's own URL
+                    answer.read()
+            except OSError as error:  # (URLError is one) the batch is in the body: the operator posts it again
+                return Response(batch, status_code=502, media_type="application/octet-stream",
+                                headers={"X-Privsum-Forward-Error": str(error)[:200].encode("ascii", "replace").decode()})
         return Response(batch, media_type="application/octet-stream")
 
     async def status(request: Request) -> Response:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -51,6 +52,12 @@ def vector(name: str) -> dict:
     }
 
 
+def _compact_number_lists(text: str) -> str:
+    """Lists of numbers on one line each (the decoded messages would take a line per number)."""
+    pattern = r"\[\s*(-?[\d.e+-]+(?:,\s*-?[\d.e+-]+)*)\s*\]"
+    return re.sub(pattern, lambda m: "[" + ", ".join(item.strip() for item in m.group(1).split(",")) + "]", text)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="rewrite the vectors")
@@ -59,7 +66,7 @@ def main(argv: list[str]) -> int:
     stale = []
     for name in NAMES:
         path = VECTORS / f"{name}.json"
-        text = json.dumps(vector(name), indent=1) + "\n"
+        text = _compact_number_lists(json.dumps(vector(name), indent=1)) + "\n"
         if args.write:
             path.write_text(text)
         elif not path.exists() or path.read_text() != text:

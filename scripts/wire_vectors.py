@@ -53,8 +53,11 @@ def vector(name: str) -> dict:
 
 
 def _compact_number_lists(text: str) -> str:
-    """Lists of numbers on one line each (the decoded messages would take a line per number)."""
-    pattern = r"\[\s*(-?[\d.e+-]+(?:,\s*-?[\d.e+-]+)*)\s*\]"
+    """Lists of numbers on one line each (the decoded messages would take a line per number).
+
+    Only lists that `json.dumps` broke over lines: a string never holds a raw newline.
+    """
+    pattern = r"\[\n\s*(-?[\d.e+-]+(?:,\s*-?[\d.e+-]+)*)\s*\]"
     return re.sub(pattern, lambda m: "[" + ", ".join(item.strip() for item in m.group(1).split(",")) + "]", text)
 
 

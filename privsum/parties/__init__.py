@@ -6,8 +6,8 @@ from identified senders and releases anonymous permuted batches, `Analyzer` abso
 returns the estimate with the guarantee for the participants it received. The parties are written
 once for all protocols: a protocol states what they need (`~privsum.shuffle.ShuffleProtocol`'s
 ``public_parameters``, ``wire_instances``, ``sender_cap``, ``encode_users``); `protocol_classes`
-lists those carried (the bit sums, the real and vector sums, the one-round scalar and vector
-clipped sums and the shuffled KDE over bit sums). The byte format is
+lists those carried (the bit sums, the real and vector sums, the one-round clipped sums (scalar, vector,
+sparse) and the shuffled KDE over bit sums). The byte format is
 `privsum.wire` (``docs/wire-format.md``); the HTTP services are `privsum.serve`.
 """
 

@@ -35,21 +35,26 @@ def register_protocol(cls: type[ShuffleProtocol]) -> type[ShuffleProtocol]:
     """Make ``cls`` loadable from protocol files under its class name (usable as a decorator)."""
     if not (isinstance(cls, type) and issubclass(cls, ShuffleProtocol)):
         raise invalid("cls", "register_protocol", "a ShuffleProtocol subclass", cls)
-    _REGISTRY[cls.__name__] = cls
+    _REGISTRY[_wire_name(cls)] = cls
     return cls
+
+
+def _wire_name(cls: type[ShuffleProtocol]) -> str:
+    """A protocol class's name in wire headers: its ``wire_name``, else its class name."""
+    return cls.wire_name or cls.__name__
 
 
 def protocol_classes() -> dict[str, type[ShuffleProtocol]]:
     """The protocols the parties carry, by wire name (the bundled ones and any registered)."""
     from privsum.bitsum import LocalRRBitSum, PureBitSum, RRBitSum, ThreeNBBitSum
-    from privsum.clipping import ClippedSum, ClippedVectorSum
+    from privsum.clipping import ClippedSum, ClippedVectorSum, SparseVectorAggregation
     from privsum.kde import ShuffledKDE
     from privsum.sums import BlanketRealSum, CorrelatedNoiseSum, MultiMessageSum, ShuffledVectorSum, SkellamVectorSum
 
     bundled = (RRBitSum, LocalRRBitSum, ThreeNBBitSum, PureBitSum, BlanketRealSum, CorrelatedNoiseSum, MultiMessageSum,
                ShuffledVectorSum, SkellamVectorSum, ShuffledKDE, ClippedSum,
-               ClippedVectorSum)
-    return {cls.__name__: cls for cls in bundled} | _REGISTRY
+               ClippedVectorSum, SparseVectorAggregation)
+    return {_wire_name(cls): cls for cls in bundled} | _REGISTRY
 
 
 def _component_classes() -> dict[str, type]:
@@ -133,8 +138,8 @@ class Deployment:
 
     @property
     def wire_name(self) -> str:
-        """The protocol's name on the wire (its class name)."""
-        return type(self.protocol).__name__
+        """The protocol's name on the wire (its ``wire_name``, else its class name)."""
+        return _wire_name(type(self.protocol))
 
     @property
     def alphabet_description(self) -> dict[str, Any]:

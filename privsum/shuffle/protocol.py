@@ -83,6 +83,8 @@ class ShuffleProtocol(abc.ABC):
     streams_chunks: ClassVar[bool] = False
     #: Messages each user sends to each instance, where that number is fixed (the default `sender_cap`).
     messages_per_instance: ClassVar[int | None] = None
+    #: The protocol's name in wire headers, at most 20 characters (default: the class name).
+    wire_name: ClassVar[str | None] = None
 
     @property
     @abc.abstractmethod

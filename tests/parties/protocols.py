@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from privsum.bitsum import LocalRRBitSum, PureBitSum, RRBitSum, ThreeNBBitSum
-from privsum.clipping import ClippedSum, ClippedVectorSum
+from privsum.clipping import ClippedSum, ClippedVectorSum, SparseVectorAggregation
 from privsum.kde import ShuffledKDE
 from privsum.lsq import RandomFourierFeatures
 from privsum.sums import BlanketRealSum, CorrelatedNoiseSum, MultiMessageSum, ShuffledVectorSum, SkellamVectorSum
@@ -28,19 +28,22 @@ def protocol(name: str, n_users: int):
                                                         protocol=RRBitSum, epsilon=4.0, delta=1e-6, n_users=n_users),
         "ClippedSum": lambda: ClippedSum.from_privacy(**privacy, delta=1e-6, domain=2**5),
         "ClippedVectorSum": lambda: ClippedVectorSum.from_privacy(**privacy, delta=1e-6, dimension=4, radius=1.0),
+        "SparseVectorAggregation": lambda: SparseVectorAggregation.from_privacy(**privacy, delta=1e-6, dimension=4),
     }
     return builders[name]()
 
 
 NAMES = ("RRBitSum", "LocalRRBitSum", "ThreeNBBitSum", "PureBitSum", "BlanketRealSum", "CorrelatedNoiseSum",
          "MultiMessageSum", "ShuffledVectorSum", "SkellamVectorSum", "ShuffledKDE",
-         "ClippedSum", "ClippedVectorSum")
-VECTOR_SUMS = ("ShuffledVectorSum", "SkellamVectorSum", "ClippedVectorSum")
+         "ClippedSum", "ClippedVectorSum", "SparseVectorAggregation")
+VECTOR_SUMS = ("ShuffledVectorSum", "SkellamVectorSum", "ClippedVectorSum", "SparseVectorAggregation")
 FIXED_INSTANCES = (*VECTOR_SUMS, "ShuffledKDE", "ClippedSum")
 
 
 def inputs(name: str, n_users: int, n_instances: int, rng: np.random.Generator) -> np.ndarray:
     """Valid inputs of ``n_users`` users (``n_instances`` columns, or the dimension for vector sums)."""
+    if name == "SparseVectorAggregation":
+        return (rng.random((n_users, 4)) < 0.3).astype(int)
     if name in VECTOR_SUMS:
         return rng.random((n_users, 4)) / 4
     if name == "ClippedSum":

@@ -75,7 +75,8 @@ def test_party_view_has_the_distribution_of_the_in_process_view(name):
 
 @pytest.mark.parametrize(
     "name", ["ShuffledVectorSum", pytest.param("SkellamVectorSum", marks=pytest.mark.slow),
-             "ShuffledKDE", "ClippedSum", pytest.param("ClippedVectorSum", marks=pytest.mark.slow)]
+             "ShuffledKDE", "ClippedSum", pytest.param("ClippedVectorSum", marks=pytest.mark.slow),
+             "SparseVectorAggregation"]
 )
 def test_party_estimates_match_run(name):
     """Repeated small runs: the first coordinate's estimate (the KDE at the origin), party path against `run` (alpha = 1e-6)."""

@@ -50,6 +50,8 @@ class Analyzer:
         self._sparse = None if self.dense else SparseMessageHistogram.zeros(spec.n_instances)
         self._batch_ids: set[bytes] = set()
         self.n_participants = 0
+        #: Senders of the smallest batch absorbed: each user is in one batch, so that crowd sets the guarantee.
+        self.smallest_batch: int | None = None
 
     @property
     def n_batches(self) -> int:
@@ -79,6 +81,7 @@ class Analyzer:
             batch_id, n_senders, messages = decoded.batch_id, decoded.n_senders, int(values.size)
         self._batch_ids.add(batch_id)
         self.n_participants += n_senders
+        self.smallest_batch = n_senders if self.smallest_batch is None else min(self.smallest_batch, n_senders)
         return messages
 
     def _check_new(self, batch_id: bytes) -> None:
@@ -105,26 +108,38 @@ class Analyzer:
         return self.deployment.protocol.analyze_participants(self.view, self.n_participants)
 
     @property
+    def guarantee_crowd(self) -> int:
+        """The crowd the guarantee is computed for: the senders of the smallest batch absorbed.
+
+        Batches are separate shuffles: the analyzer sees which batch each message came from, so a
+        user is hidden only among the senders of its own batch (the other batches do not depend on
+        its input). With one batch this is `n_participants`.
+        """
+        self._require_participants("Analyzer.guarantee_crowd")
+        return int(self.smallest_batch)  # type: ignore[arg-type]
+
+    @property
     def event(self) -> PrivacyEvent:
-        """What an accountant composes for this release: the protocol's `event_for_participants`.
+        """What an accountant composes for this release: the protocol's `event_for_participants` (of `guarantee_crowd`).
 
         Where the protocol's message counts are random, the cap's redraws add to delta (see
         `guarantee`) and the event is that (epsilon, delta) guarantee.
         """
         self._require_participants("Analyzer.event")
         if self.deployment.cap.exceed_probability == 0.0:
-            return self.deployment.protocol.event_for_participants(self.n_participants)
+            return self.deployment.protocol.event_for_participants(self.guarantee_crowd)
         return GuaranteeEvent(self.guarantee)
 
     @property
     def guarantee(self) -> PrivacyGuarantee:
-        """The headline guarantee for the participants received (`guarantee_for_participants`).
+        """The headline guarantee of every participant: `guarantee_for_participants` of `guarantee_crowd`.
 
         Where the protocol's message counts are random, the cap's redraws add
-        ``(1 + e^epsilon) n exceed_probability`` to delta (`Deployment.delta_for_cap`).
+        ``(1 + e^epsilon) n exceed_probability`` to delta (`Deployment.delta_for_cap`, ``n`` all
+        participants).
         """
         self._require_participants("Analyzer.guarantee")
-        guarantee = self.deployment.protocol.guarantee_for_participants(self.n_participants)
+        guarantee = self.deployment.protocol.guarantee_for_participants(self.guarantee_crowd)
         extra = self.deployment.delta_for_cap(guarantee.epsilon, self.n_participants)
         if extra == 0.0:
             return guarantee

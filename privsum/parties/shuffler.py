@@ -18,7 +18,8 @@ __all__ = ["Shuffler"]
 class Shuffler:
     """The shuffle model's trusted shuffler for one `Deployment`.
 
-    It accepts one upload per sender and round (`submit`), checks it fully (header,
+    It accepts one upload per sender for the whole collection (`submit`; a sender who uploaded
+    for an earlier batch is refused too, since the protocol randomizes each user once), checks it fully (header,
     fingerprint, the per-sender cap overall and per instance, every message in range), and
     releases (`release`) only once it holds at least ``deployment.min_senders`` senders: the
     messages of all of them, without sender identities, in an order drawn uniformly at random
@@ -52,7 +53,8 @@ class Shuffler:
             raise invalid("deployment", "Shuffler", "a Deployment", type(deployment).__name__)
         self.deployment = deployment
         self._generator = as_generator("secure" if rng is None else rng, "Shuffler")
-        self._senders: set[Hashable] = set()
+        self._senders: set[Hashable] = set()  # held for the next batch
+        self._released: set[Hashable] = set()  # in earlier batches of this collection
         self._fields: list[np.ndarray] = []
         self._held = 0
 
@@ -67,15 +69,15 @@ class Shuffler:
         return self.n_senders >= self.deployment.min_senders
 
     def submit(self, sender: Hashable, upload: bytes) -> None:
-        """Accept one sender's upload for the current round; refuse (state unchanged) anything malformed.
+        """Accept one sender's upload for the next batch; refuse (state unchanged) anything malformed.
 
         Raises:
             WireFormatError: the bytes are not a well-formed upload of this deployment, or exceed
                 the per-sender cap (overall or in one instance).
-            InvalidParameterError: the sender already submitted in this round.
+            InvalidParameterError: the sender already submitted (in this batch or an earlier one).
         """
-        if sender in self._senders:
-            raise invalid("sender", "Shuffler.submit", "a sender without an upload in this round", sender)
+        if sender in self._senders or sender in self._released:
+            raise invalid("sender", "Shuffler.submit", "a sender without an upload in this collection", sender)
         spec, cap = self.deployment.spec, self.deployment.cap
         fields = spec.decode_upload(upload)
         if fields.size > cap.per_instance and cap.per_instance < cap.total:
@@ -93,7 +95,7 @@ class Shuffler:
         self._held += int(fields.size)
 
     def release(self) -> bytes:
-        """The batch of every held message, permuted, without identities; the round starts afresh.
+        """The batch of every held message, permuted, without identities; the next batch starts empty.
 
         Raises:
             InvalidParameterError: fewer than ``min_senders`` senders are held (nothing is released).
@@ -105,5 +107,6 @@ class Shuffler:
         permuted = fields[self._generator.permutation(fields.size)]
         batch = self.deployment.spec.encode_batch(permuted, n_senders=self.n_senders,
                                                   batch_id=secrets.token_bytes(BATCH_ID_BYTES))
+        self._released |= self._senders
         self._senders, self._fields, self._held = set(), [], 0
         return batch

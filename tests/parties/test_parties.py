@@ -41,7 +41,7 @@ def test_every_protocol_round_trips_through_the_parties(name):
         estimate = estimate(np.zeros((1, 2)))
         x = np.zeros((1, 1))
     assert np.shape(estimate) == np.shape(np.asarray(x).sum(axis=0))
-    expected = proto.guarantee_for_participants(60)
+    expected = proto.guarantee_for_participants(20)  # three batches of 20: each user hides in its own batch
     assert analyzer.guarantee.epsilon == expected.epsilon and analyzer.guarantee.delta >= expected.delta
 
 
@@ -125,6 +125,22 @@ def test_shuffler_enforces_cap_identity_and_minimum():
     with pytest.raises(InvalidParameterError, match="min_senders"):
         shuffler.release()
     assert shuffler.n_senders == 1
+
+
+def test_a_sender_uploads_once_per_collection_and_the_smallest_batch_sets_the_guarantee():
+    proto = RRBitSum(n_users=4, flip_probability=0.25, delta=0.01)
+    deployment = Deployment(proto, n_instances=1, min_senders=2)
+    shuffler, client, analyzer = Shuffler(deployment, rng=0), Client(deployment, rng=1), Analyzer(deployment)
+    for sender in ("a", "b", "c"):
+        shuffler.submit(sender, client.encode([1]))
+    analyzer.absorb(shuffler.release())
+    with pytest.raises(InvalidParameterError, match="collection"):
+        shuffler.submit("a", client.encode([1]))
+    for sender in ("d", "e"):
+        shuffler.submit(sender, client.encode([0]))
+    analyzer.absorb(shuffler.release())
+    assert (analyzer.n_participants, analyzer.guarantee_crowd) == (5, 2)
+    assert analyzer.guarantee == proto.guarantee_for_participants(2) != proto.guarantee_for_participants(5)
 
 
 def test_analyzer_refuses_replays_foreign_and_corrupt_batches_without_changing_state():

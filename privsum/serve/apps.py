@@ -126,6 +126,7 @@ def analyzer_app(deployment: Deployment, *, max_body_bytes: int = 1 << 30) -> St
             "estimate": numbers,
             "participants": analyzer.n_participants,
             "batches": analyzer.n_batches,
+            "guarantee_crowd": analyzer.guarantee_crowd,
             "guarantee": {"epsilon": guarantee.epsilon, "delta": guarantee.delta,
                           "neighbouring": str(getattr(guarantee.neighbouring, "value", guarantee.neighbouring))},
         })

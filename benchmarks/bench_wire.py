@@ -147,8 +147,10 @@ def http_deployment(n_users: int, repeats: int) -> None:
         protocol_file = Path(folder) / "protocol.json"
         deployment.save(protocol_file)
         with local_deployment(protocol_file) as (shuffler, analyzer):
-            def through_http() -> None:
-                simulate_users(deployment, bits, shuffler.url, per_request=5000, rng=7)
+            runs = iter(range(repeats))
+
+            def through_http() -> None:  # new senders each time: a sender uploads once per collection
+                simulate_users(deployment, bits, shuffler.url, per_request=5000, rng=7, sender_prefix=f"run{next(runs)}")
                 status, body = post(shuffler.url, "/release")
                 if status != 200:
                     raise RuntimeError(body.decode())

@@ -14,7 +14,20 @@ import sys
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 #: ``(command name, implementing module)``; adding a command is adding one entry here.
-COMMANDS: tuple[tuple[str, str], ...] = (("demo", "privsum.demo"),)
+COMMANDS: tuple[tuple[str, str], ...] = (
+    ("demo", "privsum.demo"),
+    ("shuffler", "privsum.serve.cli:SHUFFLER"),
+    ("analyzer", "privsum.serve.cli:ANALYZER"),
+    ("simulate", "privsum.serve.cli:SIMULATE"),
+    ("protocol-file", "privsum.serve.cli:PROTOCOL_FILE"),
+)
+
+
+def _command_module(target: str) -> object:
+    """The object implementing a command: a module, or ``module:attribute`` for one of several in a module."""
+    module_name, _, attribute = target.partition(":")
+    module = importlib.import_module(module_name)
+    return getattr(module, attribute) if attribute else module
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     usages = []
     for name, module_name in COMMANDS:
-        module = importlib.import_module(module_name)
+        module = _command_module(module_name)
         command = commands.add_parser(name, help=module.COMMAND_HELP, description=module.COMMAND_HELP)
         module.add_arguments(command)
         command.set_defaults(run=module.run)

@@ -9,6 +9,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: Package -> layer rank; a module may import only packages of a lower rank (or its own package).
 RANKS = {
+    "serve": 8,
+    "parties": 7,
     "apps": 6,
     "kde": 5,
     "clipping": 4,

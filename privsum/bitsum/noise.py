@@ -53,9 +53,11 @@ from privsum.bitsum.exact import (
     signed_count_profile,
 )
 from privsum.exceptions import InvalidParameterError
+from privsum.shuffle.caps import noise_cap
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
 from privsum.shuffle.noise import sample_negative_binomial
+from privsum.shuffle.protocol import SenderCap
 from privsum.shuffle.robustness import weighted_negative_binomial_cap
 
 __all__ = ["PureBitSum", "ThreeNBBitSum"]
@@ -131,6 +133,17 @@ class _SignedCounts(BitSumProtocol):
     def _messages_of_bits(self, bits: np.ndarray, generator: np.random.Generator) -> MessageBatch:
         plus, minus = self._user_counts(bits, generator)
         return signed_messages(plus, minus)
+
+    def sender_cap(self, n_instances: int, exceed_probability: float) -> SenderCap:
+        """The least cap that ``1 + psi1 + psi2 + 2 psi3`` exceeds (in any instance) w.p. ``<= exceed_probability``."""
+        n = self.n_users
+        parts = [(2 * self.noise_shape / n, self.noise_ratio, 1), (self.flooding_shape / n, self.flooding_ratio, 2)]
+        return noise_cap(n_instances, exceed_probability, parts, type(self).__name__)
+
+    def encode_users(self, x: Any, *, rng: RNGLike = None) -> tuple[MessageBatch, np.ndarray]:
+        """Each user's ``+1`` and ``-1`` messages, user by user, and each user's number of messages."""
+        plus, minus = self._user_counts(self.check_bits(x), as_generator(rng, type(self).__name__))
+        return signed_messages(plus, minus), (plus + minus).sum(axis=1)
 
     def user_message_counts(self, bits: Any, *, rng: RNGLike = None) -> tuple[np.ndarray, np.ndarray]:
         """Per-user, per-instance counts of ``+1`` and ``-1`` messages (the randomizers' output)."""

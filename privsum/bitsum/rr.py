@@ -55,6 +55,7 @@ class _FlippedReports(BitSumProtocol):
 
     n_users: int
     flip_probability: float
+    messages_per_instance = 1
 
     @property
     def alphabet(self) -> tuple[int, ...]:

@@ -36,6 +36,7 @@ from privsum._validation import (
     invalid,
 )
 from privsum.accounting import Neighbouring, ParallelEvent, PrivacyEvent
+from privsum.clipping._parties import ClippedPartyHooks
 from privsum.clipping.instances import (
     CLIPPED_RELATIONS,
     INSTANCE_METHODS,
@@ -99,7 +100,7 @@ class ClippedSumResult:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ClippedSum(ShuffleProtocol):
+class ClippedSum(ClippedPartyHooks, ShuffleProtocol):
     """One-round shuffled sum of integers in ``{0..U}`` with an instance-optimal clipping threshold.
 
     Inputs ``(n_users,)`` or ``(n_users, k)`` (``k`` independent sums, e.g. coordinates).

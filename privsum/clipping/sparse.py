@@ -28,6 +28,7 @@ from privsum._validation import (
 )
 from privsum.accounting import GuaranteeEvent, Neighbouring, ParallelEvent, PrivacyEvent, PrivacyGuarantee, basic_composition
 from privsum.accounting.budget import BACKING_RTOL, COMPOSITIONS, compose_like_budget, composition_backs, per_mechanism_budget
+from privsum.clipping._parties import SparseAggregationPartyHooks
 from privsum.clipping.instances import (
     INSTANCE_METHODS,
     InstanceProtocol,
@@ -63,7 +64,7 @@ __all__ = ["SparseVectorAggregation"]
 
 # --------------------------------------------------------------------------- sparse vector aggregation
 @dataclass(frozen=True, kw_only=True)
-class SparseVectorAggregation(ShuffleProtocol):
+class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
     """One-round frequency estimation under user-level DP for binary vectors (section 7 of Dong et al. (CCS 2024)).
 
     Users are partitioned by sparsity ``s_i = ||x_i||_0`` into levels ``0: s <= 1`` and
@@ -120,6 +121,7 @@ class SparseVectorAggregation(ShuffleProtocol):
     """
 
     streams_chunks: ClassVar[bool] = True
+    wire_name: ClassVar[str] = "SparseVectorAgg"  # the class name is over the wire format's 20 characters
 
     n_users: int
     dimension: int

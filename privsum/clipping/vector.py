@@ -35,6 +35,7 @@ from privsum.accounting.budget import (
     composition_backs,
     per_mechanism_budget,
 )
+from privsum.clipping._parties import ClippedVectorPartyHooks
 from privsum.clipping.instances import (
     CLIPPED_RELATIONS,
     NoisySums,
@@ -56,7 +57,7 @@ __all__ = ["ClippedVectorSum"]
 
 # --------------------------------------------------------------------------- high-dimensional clipped sum
 @dataclass(frozen=True, kw_only=True)
-class ClippedVectorSum(ShuffleProtocol):
+class ClippedVectorSum(ClippedVectorPartyHooks, ShuffleProtocol):
     """One-round shuffled sum of vectors in the ``l2`` ball of radius ``R`` with per-coordinate clipping.
 
     Section 6 of Dong et al. (CCS 2024).

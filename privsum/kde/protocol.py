@@ -26,6 +26,7 @@ from privsum.accounting.guarantee import PrivacyGuarantee
 from privsum.bitsum import bitsum_protocol
 from privsum.bitsum.base import BitSumProtocol
 from privsum.exceptions import PrivacyLeakWarning
+from privsum.kde._parties import KDEPartyHooks
 from privsum.kde._scale import warn_if_degenerate_scale
 from privsum.kde.function import KDEFunction
 from privsum.kde.theory import seed_composition_epsilon, seed_per_instance_epsilon, sup_rmse_bound
@@ -56,7 +57,7 @@ _CACHE_BLOCK_ENTRIES = 1 << 15
 
 
 @dataclass(frozen=True, kw_only=True)
-class ShuffledKDE(ShuffleProtocol):
+class ShuffledKDE(KDEPartyHooks, ShuffleProtocol):
     """Shuffled-DP kernel density estimation from bit sums (Algorithm 1 of Wagner (ICLR 2025)).
 
     Public: ``I`` draws ``(f_i, g_i)`` of an LSQ ``family`` and ``I*Q`` independent instances of a

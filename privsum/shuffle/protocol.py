@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import abc
+import dataclasses
 import math
 import sys
+import warnings
 from typing import Any, ClassVar
 
 import numpy as np
@@ -14,15 +16,40 @@ from privsum._random import RNGLike, as_generator
 from privsum._validation import check_choice, check_integer, invalid
 from privsum.accounting.events import PrivacyEvent
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
+from privsum.exceptions import PrivacyLeakWarning
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
 from privsum.shuffle.robustness import DEFAULT_CAP_TAIL_PROBABILITY, check_malicious, check_tail_probability
 from privsum.shuffle.shuffler import shuffle_messages
 from privsum.shuffle.streaming import PartialView, is_chunk_stream, iter_user_chunks
 
-__all__ = ["DEFAULT_CAP_TAIL_PROBABILITY", "EXECUTION_PATHS", "ShuffleProtocol"]
+__all__ = ["DEFAULT_CAP_TAIL_PROBABILITY", "EXECUTION_PATHS", "SenderCap", "ShuffleProtocol"]
 
 EXECUTION_PATHS = ("fast", "faithful")
+
+
+@dataclasses.dataclass(frozen=True)
+class SenderCap:
+    """The most messages one sender may send, and how often an honest randomizer would exceed it.
+
+    Attributes:
+        per_instance: the most messages one sender sends to one instance.
+        total: the most messages of one sender's upload (all instances).
+        exceed_probability: an upper bound on the probability that one honest user's randomizer
+            draws more than the cap (0 where the number of messages is fixed). Clients redraw such
+            a user's messages, so every user's output is within total variation
+            ``exceed_probability`` of the analysed randomizer: `privsum.parties` adds
+            ``(1 + e^epsilon) n exceed_probability`` to delta for ``n`` participants.
+    """
+
+    per_instance: int
+    total: int
+    exceed_probability: float = 0.0
+
+    @classmethod
+    def fixed(cls, per_instance: int, n_instances: int) -> SenderCap:
+        """A fixed count: ``per_instance`` messages to each of ``n_instances`` instances."""
+        return cls(per_instance, per_instance * n_instances, 0.0)
 
 
 class ShuffleProtocol(abc.ABC):
@@ -62,6 +89,10 @@ class ShuffleProtocol(abc.ABC):
 
     #: Whether `partial_view` handles one chunk of users (so that streamed runs are memory-bounded).
     streams_chunks: ClassVar[bool] = False
+    #: Messages each user sends to each instance, where that number is fixed (the default `sender_cap`).
+    messages_per_instance: ClassVar[int | None] = None
+    #: The protocol's name in wire headers, at most 20 characters (default: the class name).
+    wire_name: ClassVar[str | None] = None
 
     @property
     @abc.abstractmethod
@@ -223,6 +254,10 @@ class ShuffleProtocol(abc.ABC):
         check_integer(n_participants, "n_participants", type(self).__name__, low=1)
         return self.event
 
+    def guarantee_for_participants(self, n_participants: int) -> PrivacyGuarantee:
+        """The headline guarantee when ``n_participants`` users take part (default: that of `event_for_participants`)."""
+        return self.event_for_participants(n_participants).guarantee
+
     # ----------------------------------------------------------------- streaming
     def partial_view(self, chunk: Any, *, rng: RNGLike = None, path: str = "fast") -> PartialView:
         """One chunk of users' histogram (only their own randomness) and their number.
@@ -308,6 +343,63 @@ class ShuffleProtocol(abc.ABC):
     def analyze_participants(self, view: MessageHistogram, n_participants: int) -> Any:
         """`analyze` when the number of participants is known (the default ignores it)."""
         return self.analyze(view)
+
+    # ----------------------------------------------------------------- parties (privsum.parties)
+    def public_parameters(self) -> dict[str, Any]:
+        """The calibrated public parameters a deployment fingerprints: every init field of the dataclass.
+
+        A field holding another dataclass (a nested protocol, an LSQ family) is written as
+        ``{"class": its class name, "parameters": its init fields}``, recursively, so that
+        `privsum.parties` rebuilds the protocol from a protocol file.
+        """
+        return _init_fields(self)
+
+    def wire_instances(self, n_instances: int | None = None) -> int:
+        """Instance tags on the wire when users' inputs have ``n_instances`` columns (default: that number)."""
+        if n_instances is None:
+            raise invalid("n_instances", type(self).__name__, "the number of instances of the deployment", None)
+        return check_integer(n_instances, "n_instances", type(self).__name__, low=1)
+
+    def sender_cap(self, n_instances: int, exceed_probability: float) -> SenderCap:
+        """The per-sender message cap of a deployment with ``n_instances`` wire instances.
+
+        ``exceed_probability`` is the largest probability with which one honest user's randomizer
+        may exceed the cap (used by protocols whose message counts are random). The default: a
+        fixed count of `messages_per_instance` per instance; without one it refuses (a protocol
+        states its cap to be deployable by `privsum.parties`).
+        """
+        if self.messages_per_instance is not None:
+            return SenderCap.fixed(self.messages_per_instance, n_instances)
+        raise invalid("protocol", "privsum.parties", "a protocol that states its per-sender cap", type(self).__name__)
+
+    def encode_users(self, x: Any, *, rng: RNGLike = None) -> tuple[MessageBatch, np.ndarray]:
+        """Each user's messages, listed user by user, and the number of messages of each user.
+
+        The default runs `randomize` on all users (no participant warning: a client sees one user)
+        and splits its messages evenly, which is right for protocols whose `randomize` lists
+        messages user by user and whose `sender_cap` is a fixed count; others override.
+        """
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            batch = self.randomize(x, rng=rng)
+        n_users = int(np.shape(x)[0])
+        per_user, remainder = divmod(batch.n_messages, n_users)
+        if remainder:
+            raise invalid("x", type(self).__name__, "inputs whose users send equally many messages", batch.n_messages)
+        return batch, np.full(n_users, per_user, dtype=np.int64)
+
+
+def _init_fields(instance: Any) -> dict[str, Any]:
+    """A dataclass's init fields, nested dataclasses as ``{"class", "parameters"}``, tuples as lists."""
+
+    def plain(value: Any) -> Any:
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return {"class": type(value).__name__, "parameters": _init_fields(value)}
+        if isinstance(value, (tuple, list)):
+            return [plain(item) for item in value]
+        return value
+
+    return {field.name: plain(getattr(instance, field.name)) for field in dataclasses.fields(instance) if field.init}
 
 
 def _as_stream(chunks: Any, owner: str) -> Any:

@@ -84,3 +84,10 @@ def randomized_round(scaled: np.ndarray, rng: np.random.Generator) -> np.ndarray
     """
     floor = np.floor(scaled)
     return (floor + (rng.random(scaled.shape) < scaled - floor)).astype(np.int64)
+
+
+def wire_coordinates(dimension: int, n_instances: int | None, owner: str) -> int:
+    """A vector sum's wire instances: its ``dimension`` coordinates (a different ``n_instances`` is refused)."""
+    if n_instances is not None and n_instances != dimension:
+        raise invalid("n_instances", owner, f"None or the dimension {dimension}", n_instances)
+    return dimension

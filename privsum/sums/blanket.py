@@ -499,6 +499,8 @@ class BlanketRealSum(ShuffleProtocol):
         uniform = rng.integers(0, self.precision + 1, size=values.shape)
         return np.where(blanket, uniform, rounded)
 
+    messages_per_instance = 1  # (the per-sender cap of privsum.parties)
+
     def randomize(self, x: Any, *, rng: RNGLike = None) -> MessageBatch:
         """One message per user and instance (the local randomizers)."""
         messages = self._messages(x, as_generator(rng, type(self).__name__))

@@ -33,8 +33,9 @@ from privsum._validation import (
 )
 from privsum.accounting import GuaranteeEvent, PLDPair, PrivacyGuarantee
 from privsum.shuffle import MessageBatch, MessageHistogram, ShuffleProtocol
+from privsum.shuffle.caps import noise_cap
 from privsum.shuffle.noise import discrete_laplace_variance, negative_binomial_truncated, sample_negative_binomial
-from privsum.shuffle.protocol import EXECUTION_PATHS
+from privsum.shuffle.protocol import EXECUTION_PATHS, SenderCap
 from privsum.shuffle.robustness import weighted_negative_binomial_cap
 from privsum.shuffle.streaming import PartialView
 from privsum.sums._common import integer_inputs, randomized_round, warn_if_fewer
@@ -420,6 +421,29 @@ class CorrelatedNoiseSum(ShuffleProtocol):
                 instance_parts.append(repeated)
                 value_parts.append(np.full(repeated.size, value, dtype=np.int64))
         return MessageBatch(np.concatenate(instance_parts), np.concatenate(value_parts), n_instances=n_instances)
+
+    def sender_cap(self, n_instances: int, exceed_probability: float) -> SenderCap:
+        """The least cap that one data message plus every kind's noise copies exceed w.p. ``<= exceed_probability``."""
+        parts = [(shape / self.n_users, ratio, len(values)) for shape, ratio, values in self._kinds]
+        return noise_cap(n_instances, exceed_probability, parts, type(self).__name__)
+
+    def encode_users(self, x: Any, *, rng: RNGLike = None) -> tuple[MessageBatch, np.ndarray]:
+        """Every user's messages (data, central-noise and flooding), listed user by user, and each user's count."""
+        generator = as_generator(rng, type(self).__name__)
+        rounded = self._rounded(self._values(x), generator)
+        n, n_instances = rounded.shape
+        cells = np.arange(n * n_instances).reshape(n, n_instances)  # (user, instance), user by user
+        nonzero = rounded != 0
+        cell_parts, value_parts = [cells[nonzero]], [rounded[nonzero]]
+        for shape, ratio, values in self._kinds:
+            copies = sample_negative_binomial(generator, shape / self.n_users, ratio, (n, n_instances))
+            repeated = np.repeat(cells.ravel(), copies.ravel())
+            cell_parts += [repeated] * len(values)
+            value_parts += [np.full(repeated.size, value, dtype=np.int64) for value in values]
+        order = np.argsort(np.concatenate(cell_parts), kind="stable")
+        listed = np.concatenate(cell_parts)[order]
+        batch = MessageBatch(listed % n_instances, np.concatenate(value_parts)[order], n_instances=n_instances)
+        return batch, np.bincount(listed // n_instances, minlength=n)
 
     def sample_view(self, x: Any, *, rng: RNGLike = None) -> MessageHistogram:
         """Fast path: each kind's count over ``m`` users is ``NB(total shape m/n_users, ratio)`` (exact: NB shares add up)."""

@@ -35,7 +35,7 @@ from privsum.shuffle.noise import (
     discrete_laplace_variance,
     sample_negative_binomial,
 )
-from privsum.shuffle.protocol import EXECUTION_PATHS
+from privsum.shuffle.protocol import EXECUTION_PATHS, SenderCap
 from privsum.shuffle.robustness import check_malicious
 from privsum.shuffle.streaming import PartialView
 from privsum.sums._common import integer_inputs, warn_if_fewer
@@ -316,6 +316,10 @@ class MultiMessageSum(ShuffleProtocol):
         shares = rng.integers(0, self.modulus, size=(*values.shape, self.n_shares))
         shares[..., -1] = np.mod(secret - shares[..., :-1].sum(axis=-1), self.modulus)
         return shares  # (n_users, n_instances, n_shares)
+
+    def sender_cap(self, n_instances: int, exceed_probability: float) -> SenderCap:
+        """``m`` shares per instance."""
+        return SenderCap.fixed(self.n_shares, n_instances)
 
     def randomize(self, x: Any, *, rng: RNGLike = None) -> MessageBatch:
         """``m`` shares per user and instance, tagged with instance ids."""

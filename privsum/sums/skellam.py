@@ -34,11 +34,11 @@ from privsum._validation import (
 from privsum.accounting import Neighbouring, PrivacyGuarantee, calibrate
 from privsum.accounting.skellam import RDP_ORDERS, SkellamEvent, rdp_delta
 from privsum.shuffle import MessageBatch, MessageHistogram, ShuffleProtocol
-from privsum.shuffle.protocol import EXECUTION_PATHS
+from privsum.shuffle.protocol import EXECUTION_PATHS, SenderCap
 from privsum.shuffle.robustness import check_malicious
 from privsum.shuffle.sparse import SparseMessageHistogram
 from privsum.shuffle.streaming import PartialView, is_chunk_stream
-from privsum.sums._common import warn_if_fewer
+from privsum.sums._common import warn_if_fewer, wire_coordinates
 from privsum.sums._skellam_search import candidates, fewest_bits
 from privsum.sums.labelled_rows import check_label_parameters, check_labelled_rows, labelled_row_shifts
 from privsum.sums.sparse_shares import SPARSE_MAX_MODULUS, residue_sums, residue_view
@@ -623,6 +623,14 @@ class SkellamVectorSum(ShuffleProtocol):
         shares = generator.integers(0, self.modulus, size=(*secret.shape, self.n_shares), dtype=np.int64)
         shares[..., -1] = np.mod(secret - np.mod(shares[..., :-1].sum(axis=-1), self.modulus), self.modulus)
         return shares  # (n_users, dimension, n_shares)
+
+    def wire_instances(self, n_instances: int | None = None) -> int:
+        """The ``d`` coordinates are the instances."""
+        return wire_coordinates(self.dimension, n_instances, type(self).__name__)
+
+    def sender_cap(self, n_instances: int, exceed_probability: float) -> SenderCap:
+        """``m`` shares per coordinate."""
+        return SenderCap.fixed(self.n_shares, n_instances)
 
     def randomize(self, x: Any, *, rng: RNGLike = None) -> MessageBatch:
         """Every user's ``d m`` messages ``(coordinate, share)``."""

@@ -14,10 +14,10 @@ from privsum._random import RNGLike, as_generator
 from privsum._validation import check_array, check_choice, check_delta, check_epsilon, check_integer, check_probability, invalid
 from privsum.accounting import GuaranteeEvent, PrivacyEvent, PrivacyGuarantee, PrivacyProfile, ProfileEvent
 from privsum.shuffle import MessageBatch, MessageHistogram, ShuffleProtocol
-from privsum.shuffle.protocol import EXECUTION_PATHS
+from privsum.shuffle.protocol import EXECUTION_PATHS, SenderCap
 from privsum.shuffle.robustness import check_malicious
 from privsum.shuffle.streaming import PartialView
-from privsum.sums._common import randomized_round, warn_if_fewer
+from privsum.sums._common import randomized_round, warn_if_fewer, wire_coordinates
 from privsum.sums.blanket import (
     CALIBRATIONS,
     analytic_blanket_epsilon,
@@ -390,6 +390,14 @@ class ShuffledVectorSum(ShuffleProtocol):
         blanket = generator.random(rounded.shape) < self.blanket_probability
         uniform = generator.integers(0, self.precision + 1, size=rounded.shape)
         return coordinates, np.where(blanket, uniform, rounded)
+
+    def wire_instances(self, n_instances: int | None = None) -> int:
+        """The ``d`` coordinates are the instances."""
+        return wire_coordinates(self.dimension, n_instances, type(self).__name__)
+
+    def sender_cap(self, n_instances: int, exceed_probability: float) -> SenderCap:
+        """``t`` messages to ``t`` distinct coordinates."""
+        return SenderCap(1, self.samples, 0.0)
 
     def randomize(self, x: Any, *, rng: RNGLike = None) -> MessageBatch:
         """``t`` messages per user, each tagged with its coordinate."""

@@ -1,0 +1,62 @@
+"""Batched uploads over HTTP: several senders' uploads in one request body.
+
+A body is a sequence of records, each ``u16 sender length | sender (UTF-8) | u32 upload length |
+upload`` (big-endian). The reference shuffler takes the sender named in a record as its identity:
+that is the simulator's convenience, and in a deployment the identity must come from an
+authenticated connection instead (see ``docs/deployment.md``).
+"""
+
+from __future__ import annotations
+
+import struct
+
+from privsum.wire.format import WireFormatError
+
+__all__ = ["RECORD_HEADER_BYTES", "pack_records", "unpack_records"]
+
+#: Bytes of a record's framing: the two length fields.
+RECORD_HEADER_BYTES = 6
+_MAX_SENDER_BYTES = 256
+
+
+def pack_records(records: list[tuple[str, bytes]]) -> bytes:
+    """The request body of ``(sender, upload)`` pairs.
+
+    Examples:
+        >>> unpack_records(pack_records([("a", b"xy")]), max_upload_bytes=10)
+        [('a', b'xy')]
+    """
+    parts = []
+    for sender, upload in records:
+        name = sender.encode("utf-8")
+        parts += [struct.pack(">H", len(name)), name, struct.pack(">I", len(upload)), upload]
+    return b"".join(parts)
+
+
+def unpack_records(body: bytes, *, max_upload_bytes: int) -> list[tuple[str, bytes]]:
+    """The ``(sender, upload)`` pairs of a body; a malformed framing raises `WireFormatError` (lengths checked first)."""
+    records, position, size = [], 0, len(body)
+    view = memoryview(body)
+    while position < size:
+        if size - position < 2:
+            raise _framing(f"a record header at byte {position}", "truncated")
+        (name_length,) = struct.unpack_from(">H", body, position)
+        if not 1 <= name_length <= _MAX_SENDER_BYTES or size - position < 2 + name_length + 4:
+            raise _framing(f"a sender of 1 to {_MAX_SENDER_BYTES} bytes and an upload length at byte {position}",
+                           f"{name_length} bytes")
+        try:
+            sender = bytes(view[position + 2 : position + 2 + name_length]).decode("utf-8")
+        except UnicodeDecodeError:
+            raise _framing(f"a UTF-8 sender at byte {position}", "invalid UTF-8") from None
+        (upload_length,) = struct.unpack_from(">I", body, position + 2 + name_length)
+        start = position + 2 + name_length + 4
+        if upload_length > max_upload_bytes or size - start < upload_length:
+            raise _framing(f"an upload of at most {max_upload_bytes} bytes within the body at byte {start}",
+                           f"{upload_length} bytes")
+        records.append((sender, bytes(view[start : start + upload_length])))
+        position = start + upload_length
+    return records
+
+
+def _framing(constraint: str, value: str) -> WireFormatError:
+    return WireFormatError(f"The 'body' parameter of unpack_records must be {constraint}. Got {value} instead.")

@@ -1,0 +1,108 @@
+"""A client simulator: N users' uploads sent to a shuffler service over HTTP (standard library only)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import time
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from privsum._random import RNGLike
+from privsum._validation import check_integer, invalid
+from privsum.parties import Client, Deployment
+from privsum.serve.records import pack_records
+
+__all__ = ["SimulationReport", "fetch_deployment", "simulate_users"]
+
+
+@dataclass(frozen=True)
+class SimulationReport:
+    """What the simulator sent: users, requests, bytes, seconds, and uploads the shuffler refused."""
+
+    users: int
+    requests: int
+    upload_bytes: int
+    seconds: float
+    refused: int
+
+
+class _Connection:
+    """One keep-alive HTTP connection to a service."""
+
+    def __init__(self, url: str, timeout: float = 120.0) -> None:
+        parsed = urllib.parse.urlsplit(url)
+        if parsed.scheme != "http" or not parsed.hostname:
+            raise invalid("url", "privsum.serve", "an http://host:port URL", url)
+        self.connection = http.client.HTTPConnection(parsed.hostname, parsed.port or 80, timeout=timeout)
+
+    def request(self, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
+        self.connection.request(method, path, body=body, headers={"Content-Type": "application/octet-stream"})
+        answer = self.connection.getresponse()
+        return answer.status, answer.read()
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+def fetch_deployment(url: str) -> Deployment:
+    """The deployment a service runs (its ``GET /protocol``), checked against its fingerprint."""
+    connection = _Connection(url)
+    try:
+        status, body = connection.request("GET", "/protocol")
+    finally:
+        connection.close()
+    if status != 200:
+        raise invalid("url", "fetch_deployment", "a privsum service answering GET /protocol", f"HTTP {status}")
+    return Deployment.from_file_dict(json.loads(body))
+
+
+def simulate_users(deployment: Deployment, inputs: Any, shuffler_url: str, *, per_request: int = 5000,
+                   rng: RNGLike = None, sender_prefix: str = "user") -> SimulationReport:
+    """Encode every row of ``inputs`` as one user's upload and send them to the shuffler, ``per_request`` per request.
+
+    Each user is a separate sender (``{sender_prefix}-{i}``). Returns what was sent; the uploads the
+    shuffler refused are counted (a well-behaved simulator has none).
+    """
+    inputs = np.asarray(inputs)
+    per_request = check_integer(per_request, "per_request", "simulate_users", low=1)
+    client = Client(deployment, rng=rng)
+    connection = _Connection(shuffler_url)
+    start, sent, requests, refused = time.perf_counter(), 0, 0, 0
+    try:
+        for first in range(0, inputs.shape[0], per_request):
+            uploads = client.encode_many(inputs[first : first + per_request])
+            body = pack_records([(f"{sender_prefix}-{first + k}", upload) for k, upload in enumerate(uploads)])
+            status, answer = connection.request("POST", "/uploads", body)
+            if status != 200:
+                raise invalid("shuffler_url", "simulate_users", "a shuffler accepting the uploads", answer.decode()[:500])
+            refused += json.loads(answer)["n_refused"]
+            sent += len(body)
+            requests += 1
+    finally:
+        connection.close()
+    return SimulationReport(int(inputs.shape[0]), requests, sent, time.perf_counter() - start, refused)
+
+
+def post(url: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
+    """One POST to a service (e.g. ``/release`` on the shuffler)."""
+    connection = _Connection(url)
+    try:
+        return connection.request("POST", path, body)
+    finally:
+        connection.close()
+
+
+def get_json(url: str, path: str) -> Any:
+    """One GET of a JSON document from a service."""
+    connection = _Connection(url)
+    try:
+        status, body = connection.request("GET", path)
+    finally:
+        connection.close()
+    if status != 200:
+        raise invalid("url", "privsum.serve", f"a service answering GET {path}", body.decode()[:500])
+    return json.loads(body)

@@ -1,0 +1,145 @@
+"""Fixed-width bit fields packed most-significant bit first, and their inverse.
+
+Message ``k`` of width ``w`` occupies bits ``k w .. k w + w - 1`` of the payload, bit 0 being the
+most significant bit of byte 0; the last byte is padded with zero bits. Both directions work on
+groups of eight fields (``w`` whole bytes), so every step is a numpy operation over
+``n_fields / 8`` entries, whatever ``w``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+__all__ = ["MAX_FIELD_BITS", "count_fields", "pack_fields", "packed_size", "unpack_fields"]
+
+#: The widest field supported: 56 bits (a field spans at most 8 bytes, so one uint64 holds it).
+MAX_FIELD_BITS = 56
+
+
+def packed_size(n_fields: int, width: int) -> int:
+    """Bytes of ``n_fields`` fields of ``width`` bits: ``ceil(n_fields * width / 8)``."""
+    return (n_fields * width + 7) // 8
+
+
+def _field_dtype(width: int) -> type:
+    return np.uint32 if width <= 24 else np.uint64
+
+
+def pack_fields(fields: np.ndarray, width: int) -> bytes:
+    """The fields (each ``< 2^width``) packed MSB first, zero-padded to whole bytes.
+
+    Examples:
+        >>> pack_fields(np.array([1, 0, 1, 1, 0, 0, 0, 0, 1]), 1).hex()
+        'b080'
+        >>> pack_fields(np.array([5, 2]), 3).hex()
+        'a8'
+    """
+    count = int(fields.size)
+    if count == 0:
+        return b""
+    if width in (8, 16, 32):
+        return np.asarray(fields).astype(f">u{width // 8}").tobytes()
+    if width == 1:
+        return np.packbits(np.asarray(fields, dtype=np.uint8)).tobytes()
+    if width > 24:
+        return _pack_by_words(np.asarray(fields), count, width)
+    dtype = _field_dtype(width)  # a field shifted by up to 7 bits still fits
+    groups = -(-count // 8)
+    if count % 8 == 0 and fields.dtype == dtype:
+        padded = fields
+    else:
+        padded = np.zeros(groups * 8, dtype=dtype)
+        padded[:count] = fields
+    columns = padded.reshape(groups, 8).T  # (8, groups): field j of each group
+    out = np.zeros((width, groups), dtype=np.uint8)
+    for j in range(8):
+        start = j * width
+        first, last = start // 8, (start + width - 1) // 8
+        field = columns[j] << dtype((last + 1) * 8 - (start + width))  # aligned to the end of its last byte
+        for byte in range(first, last + 1):
+            shifted = field >> dtype(8 * (last - byte)) if byte < last else field
+            np.bitwise_or(out[byte], shifted, out=out[byte], casting="unsafe")  # the cast keeps the low 8 bits
+    return out.T.tobytes()[: packed_size(count, width)]
+
+
+def _pack_by_words(fields: np.ndarray, count: int, width: int) -> bytes:
+    """Wide fields: field ``j`` of each group OR-ed into the big-endian 64-bit word at byte ``j width // 8`` of its group."""
+    groups = -(-count // 8)
+    if count % 8 == 0 and fields.dtype in (np.uint64, np.int64):
+        columns = fields.view(np.uint64).reshape(groups, 8)
+    else:
+        columns = np.zeros((groups, 8), dtype=np.uint64)
+        columns.reshape(-1)[:count] = fields
+    buffer = np.zeros(groups * width + 8, dtype=np.uint8)  # 8 spare bytes: every word lies inside
+    for j in range(8):
+        start = j * width
+        words = np.ndarray(shape=(groups,), dtype=">u8", buffer=buffer, offset=start // 8, strides=(width,))
+        words |= columns[:, j] << np.uint64(64 - start % 8 - width)
+    return buffer[: packed_size(count, width)].tobytes()
+
+
+def unpack_fields(payload: bytes | memoryview | np.ndarray, count: int, width: int) -> np.ndarray:
+    """``count`` fields of ``width`` bits from the payload (exactly `packed_size` bytes, checked by the caller).
+
+    Returns uint32 fields for widths up to 24 bits, uint64 beyond.
+
+    Examples:
+        >>> unpack_fields(bytes.fromhex('a8'), 2, 3).tolist()
+        [5, 2]
+    """
+    data = _as_bytes(payload)
+    dtype = _field_dtype(width)
+    if count == 0:
+        return np.zeros(0, dtype=dtype)
+    if width in (8, 16, 32):
+        return data[: count * width // 8].view(f">u{width // 8}").astype(dtype)
+    if width == 1:
+        return np.unpackbits(data, count=count).astype(dtype)
+    columns = list(_field_columns(data, count, width))
+    out = np.empty((columns[0].size, 8), dtype=dtype)
+    for j, column in enumerate(columns):
+        out[:, j] = column
+    return out.reshape(-1)[:count]
+
+
+def count_fields(payload: bytes | memoryview | np.ndarray, count: int, width: int, minlength: int) -> np.ndarray:
+    """How often each field value occurs among ``count`` fields (`numpy.bincount` of `unpack_fields`), without listing them.
+
+    Examples:
+        >>> count_fields(pack_fields(np.array([5, 2, 5]), 3), 3, 3, 8).tolist()
+        [0, 0, 1, 0, 0, 2, 0, 0]
+    """
+    data = _as_bytes(payload)
+    if count == 0 or width in (1, 8, 16, 32):
+        return np.bincount(unpack_fields(data, count, width).astype(np.intp), minlength=minlength)
+    counts = np.zeros(max(minlength, 1 << width) if width <= 24 else minlength, dtype=np.int64)
+    for column in _field_columns(data, count, width):
+        found = np.bincount(column, minlength=counts.size)
+        if found.size > counts.size:
+            return np.bincount(unpack_fields(data, count, width).astype(np.intp), minlength=minlength)
+        counts += found
+    counts[0] -= -(-count // 8) * 8 - count  # the zero fields after the last one
+    return counts
+
+
+def _as_bytes(payload: bytes | memoryview | np.ndarray) -> np.ndarray:
+    return payload if isinstance(payload, np.ndarray) else np.frombuffer(payload, dtype=np.uint8)
+
+
+def _field_columns(data: np.ndarray, count: int, width: int) -> Iterator[np.ndarray]:
+    """Field ``j`` of every group of eight (``j = 0..7``), as int64, read as one 64-bit word per group.
+
+    A group is ``width`` bytes; field ``j`` starts at bit ``j width``, inside the big-endian 64-bit
+    word at byte ``j width // 8`` of its group (a field spans at most 8 bytes since ``width <= 56``).
+    The payload is copied once into a buffer padded with zero bytes, so that every word can be read.
+    """
+    groups = -(-count // 8)
+    buffer = np.zeros(groups * width + 8, dtype=np.uint8)
+    buffer[: data.size] = data
+    mask = np.uint64((1 << width) - 1)
+    for j in range(8):
+        start = j * width
+        words = np.ndarray(shape=(groups,), dtype=">u8", buffer=buffer, offset=start // 8, strides=(width,))
+        yield ((words >> np.uint64(64 - start % 8 - width)) & mask).view(np.int64)

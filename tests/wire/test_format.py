@@ -1,0 +1,110 @@
+"""The byte format: packing against a naive reader, and every malformed input refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from privsum.exceptions import InvalidParameterError
+from privsum.wire import WireFormatError, WireSpec, canonical_encoding, fingerprint, pack_fields, packed_size, unpack_fields
+from tests.wire import reference
+
+
+def spec(n_instances=5, alphabet_size=3, cap=4, batch_cap=100, name="Toy"):
+    return WireSpec(name, fingerprint({"toy": n_instances}), n_instances, alphabet_size, cap, batch_cap)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 56), st.lists(st.integers(0, 2**56 - 1), max_size=40))
+def test_pack_round_trip_and_bit_layout(width, raw):
+    fields = np.array([value % (1 << width) for value in raw], dtype=np.uint64)
+    packed = pack_fields(fields, width)
+    assert len(packed) == packed_size(fields.size, width)
+    bits = "".join(format(int(value), f"0{width}b") for value in fields)
+    bits += "0" * (-len(bits) % 8)
+    assert packed == bytes(int(bits[i : i + 8], 2) for i in range(0, len(bits), 8))
+    assert unpack_fields(packed, fields.size, width).astype(np.uint64).tolist() == fields.tolist()
+
+
+@pytest.mark.parametrize(("n_instances", "alphabet_size"), [(1, 2), (5, 3), (768, 2), (4, 4), (2, 256), (3, 2**20)])
+def test_upload_and_batch_agree_with_the_naive_reader(n_instances, alphabet_size):
+    wire = spec(n_instances, alphabet_size, cap=50, batch_cap=1000)
+    rng = np.random.default_rng(n_instances)
+    instances = rng.integers(0, n_instances, 37)
+    indices = rng.integers(0, alphabet_size, 37)
+    fields = wire.fields(instances, indices)
+    upload = wire.encode_upload(fields)
+    assert len(upload) == wire.upload_header_bytes + packed_size(37, wire.field_bits)
+    parsed = reference.read(upload, n_instances, alphabet_size)
+    assert (parsed["kind"], parsed["name"], parsed["count"]) == (1, "Toy", 37)
+    assert parsed["instances"] == instances.tolist() and parsed["indices"] == indices.tolist()
+    assert wire.decode_upload(upload).tolist() == fields.tolist()
+    batch = wire.encode_batch(fields, n_senders=3, batch_id=bytes(range(16)))
+    parsed = reference.read(batch, n_instances, alphabet_size)
+    assert (parsed["kind"], parsed["n_senders"], parsed["batch_id"]) == (2, 3, bytes(range(16)).hex())
+    if wire.countable:
+        _, senders, counts = wire.batch_counts(batch)
+        expected = np.zeros((n_instances, alphabet_size), dtype=np.int64)
+        np.add.at(expected, (instances, indices), 1)
+        assert senders == 3 and np.array_equal(counts, expected)
+
+
+def test_header_is_at_most_64_bytes_for_twenty_character_names():
+    assert spec(name="A" * 20).upload_header_bytes == 63
+    with pytest.raises(InvalidParameterError, match="name"):
+        spec(name="A" * 21)
+
+
+def test_fingerprint_is_sha256_of_the_canonical_text():
+    text = '{"a":"f64:3ff8000000000000","b":[-3,false,null,"x\\"y"],"c":{"d":1}}'
+    value = {"c": {"d": 1}, "b": [-3, False, None, 'x"y'], "a": 1.5}
+    assert canonical_encoding(value).decode() == text
+    assert fingerprint(value).hex() == reference.sha256_hex(text)
+    with pytest.raises(InvalidParameterError):
+        canonical_encoding({"a": float("nan")})
+
+
+def _refused(call, data, match):
+    with pytest.raises(WireFormatError, match=match):
+        call(data)
+
+
+def test_malformed_uploads_are_refused():
+    wire = spec()
+    good = wire.encode_upload(wire.fields(np.array([0, 4, 2]), np.array([2, 0, 1])))
+    _refused(wire.decode_upload, good[:-1], "truncated")
+    _refused(wire.decode_upload, good[:20], "truncated")
+    _refused(wire.decode_upload, good + b"\0", "trailing")
+    _refused(wire.decode_upload, b"XSUM" + good[4:], "magic")
+    _refused(wire.decode_upload, good[:4] + b"\x02" + good[5:], "version")
+    _refused(wire.decode_upload, good[:5] + b"\x02" + good[6:], "kind")
+    _refused(spec(name="Other").decode_upload, good, "protocol")
+    foreign = WireSpec("Toy", fingerprint({"toy": "other"}), 5, 3, 4, 100)
+    _refused(foreign.decode_upload, good, "fingerprint")
+    # value index 3 is outside an alphabet of 3 values; instance 7 outside 5 instances
+    _refused(wire.decode_upload, wire.encode_upload(wire.fields(np.array([0]), np.array([3]))), "alphabet")
+    _refused(wire.decode_upload, wire.encode_upload(wire.fields(np.array([7]), np.array([0]))), "instance")
+    # over the per-sender cap: the count is checked before the payload is read
+    header = bytearray(good[: wire.upload_header_bytes])
+    header[-4:] = (5).to_bytes(4, "big")
+    _refused(wire.decode_upload, bytes(header), "cap")
+    header[-4:] = (2**32 - 1).to_bytes(4, "big")
+    _refused(wire.decode_upload, bytes(header), "cap")
+    # non-zero padding bits (3 fields of 5 bits: 15 bits, one spare bit)
+    _refused(wire.decode_upload, good[:-1] + bytes([good[-1] | 1]), "padding")
+
+
+def test_malformed_batches_are_refused_before_allocation():
+    wire = spec(cap=2, batch_cap=10)
+    good = wire.encode_batch(wire.fields(np.array([1, 2]), np.array([0, 0])), n_senders=1, batch_id=bytes(16))
+    _refused(wire.batch_counts, good[:-1], "truncated")
+    huge = bytearray(good[: wire.batch_header_bytes])
+    huge[-8:] = (2**60).to_bytes(8, "big")  # declared count, far beyond the batch cap, and no payload
+    _refused(wire.batch_counts, bytes(huge), "batch cap")
+    too_many = wire.encode_batch(wire.fields(np.zeros(3, dtype=int), np.zeros(3, dtype=int)), n_senders=1, batch_id=bytes(16))
+    _refused(wire.batch_counts, too_many, "per sender")
+    no_senders = wire.encode_batch(wire.fields(np.zeros(0, dtype=int), np.zeros(0, dtype=int)), n_senders=0, batch_id=bytes(16))
+    _refused(wire.batch_counts, no_senders, "at least one sender")
+    _refused(wire.batch_counts, wire.encode_upload(wire.fields(np.array([0]), np.array([0]))), "kind")

@@ -1,0 +1,27 @@
+"""Histograms over a known domain, frequency sketches for huge domains, heavy hitters and means.
+
+* `ShuffledHistogram`: one shuffled bit sum per category (RR or 3NB), accounted by parallel
+  composition: a replace-one change touches two bins, whatever the number of categories.
+* `CentralHistogram`: the central references (discrete Laplace with L1 sensitivity, analytic
+  Gaussian with L2 sensitivity).
+* Post-processing (`nonnegative`, `consistent_with_total`, `top_k`): free of privacy cost.
+"""
+
+from privsum.histograms.categories import MAX_CATEGORIES, Categories
+from privsum.histograms.central import CENTRAL_MECHANISMS, CentralHistogram
+from privsum.histograms.postprocess import consistent_with_total, nonnegative, top_k
+from privsum.histograms.protocol import HISTOGRAM_RELATIONS, BinsEvent, HistogramCandidate, ShuffledHistogram
+
+__all__ = [
+    "CENTRAL_MECHANISMS",
+    "HISTOGRAM_RELATIONS",
+    "MAX_CATEGORIES",
+    "BinsEvent",
+    "Categories",
+    "CentralHistogram",
+    "HistogramCandidate",
+    "ShuffledHistogram",
+    "consistent_with_total",
+    "nonnegative",
+    "top_k",
+]

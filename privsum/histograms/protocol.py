@@ -33,6 +33,8 @@ __all__ = ["HISTOGRAM_RELATIONS", "BinsEvent", "HistogramCandidate", "ShuffledHi
 
 #: Neighbouring relations a shuffled histogram is accounted under, and how many bins one change touches.
 HISTOGRAM_RELATIONS = {Neighbouring.REPLACE_ONE: 2, Neighbouring.ZERO_OUT: 1}
+#: Most bins one change may touch in a `BinsEvent` (a sketch with 512 rows).
+MAX_BINS_PER_CHANGE = 1024
 # Users one-hot encoded at a time (bounded memory: about 2^20 one-byte entries).
 _CHUNK_ENTRIES = 1 << 20
 # Bisection steps raising the per-bin epsilon above the basic-composition split.
@@ -68,7 +70,7 @@ class BinsEvent(PrivacyEvent):
         owner = "BinsEvent"
         if not isinstance(self.bin_event, PrivacyEvent):
             raise invalid("bin_event", owner, "a PrivacyEvent", self.bin_event)
-        check_integer(self.bins_per_change, "bins_per_change", owner, low=1, high=2)
+        check_integer(self.bins_per_change, "bins_per_change", owner, low=1, high=MAX_BINS_PER_CHANGE)
         object.__setattr__(self, "relation", Neighbouring.parse(self.relation, owner))
         if not self.bin_event.neighbouring.implies(Neighbouring.REPLACE_ONE):
             raise invalid("bin_event", owner, "a replace-one event of one bin", self.bin_event.neighbouring.value)

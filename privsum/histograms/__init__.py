@@ -4,13 +4,18 @@
   composition: a replace-one change touches two bins, whatever the number of categories.
 * `CentralHistogram`: the central references (discrete Laplace with L1 sensitivity, analytic
   Gaussian with L2 sensitivity).
+* `ShuffledCountSketch`: a count sketch whose cells are counted by the shuffler with Poisson noise
+  messages, for domains too large to list (point queries, heavy hitters from candidates).
+* `PrefixHeavyHitters`: heavy hitters without a candidate list (a prefix tree of sketches).
 * Post-processing (`nonnegative`, `consistent_with_total`, `top_k`): free of privacy cost.
 """
 
 from privsum.histograms.categories import MAX_CATEGORIES, Categories
 from privsum.histograms.central import CENTRAL_MECHANISMS, CentralHistogram
+from privsum.histograms.heavy_hitters import PrefixHeavyHitters, ReleasedPrefixTree
 from privsum.histograms.postprocess import consistent_with_total, nonnegative, top_k
 from privsum.histograms.protocol import HISTOGRAM_RELATIONS, BinsEvent, HistogramCandidate, ShuffledHistogram
+from privsum.histograms.sketch import ReleasedCountSketch, ShuffledCountSketch, count_sketch_table
 
 __all__ = [
     "CENTRAL_MECHANISMS",
@@ -20,8 +25,13 @@ __all__ = [
     "Categories",
     "CentralHistogram",
     "HistogramCandidate",
+    "PrefixHeavyHitters",
+    "ReleasedCountSketch",
+    "ReleasedPrefixTree",
+    "ShuffledCountSketch",
     "ShuffledHistogram",
     "consistent_with_total",
+    "count_sketch_table",
     "nonnegative",
     "top_k",
 ]

@@ -43,15 +43,28 @@ _SPLIT_STEPS = 8
 
 @dataclass(frozen=True)
 class BinsEvent(PrivacyEvent):
-    """One change of a user's category: ``bins_per_change`` bins each see one bit change.
+    """One neighbouring change that alters the input of ``bins_per_change`` independent bins by one bit each.
 
-    The view is the product of independent per-bin views, and a neighbouring change alters the
-    input of ``bins_per_change`` bins (replace-one ``a -> b``: bin ``a`` loses a 1 and bin ``b``
-    gains one; zero-out: bin ``a`` loses it), each by a replace-one change of one bit. The
-    privacy-loss distribution is that of the per-bin event composed ``bins_per_change`` times;
-    the per-bin event is the worst case over every neighbour and both directions, so it covers
-    both bins' changes. The headline epsilon at ``delta`` is the smaller of the numerical (PLD)
-    composition's and basic composition's (when the latter's delta fits).
+    The view is the product of independent per-bin views (every message carries its bin and
+    each bin's randomness is its own), so the privacy-loss distribution of a change is the
+    convolution of the changed bins' losses; unchanged bins have identical laws on both sides
+    and add nothing. Writing ``(P, Q)`` for one bin's pair (bit 1 versus bit 0, the bin's event
+    holding the PLDs of both directions, ``P||Q`` and ``Q||P``):
+
+    * replace-one (``bins_per_change = 2m``): a user moving from ``a`` to ``b`` takes a 1 out of
+      bin ``a`` and puts one in bin ``b``, so half the changed bins go ``1 -> 0`` and half
+      ``0 -> 1``. The loss is that of ``P^m x Q^m`` against ``Q^m x P^m``, whose two directions
+      have the same distribution: the forward PLD composed ``m`` times convolved with the
+      backward PLD composed ``m`` times. This is exact for an exact per-bin pair (3NB, the
+      Poisson counters), and an upper bound for a dominating one (RR's symmetric envelope).
+      Histograms: ``m = 1`` (two bins, whatever the number of categories); a count sketch of
+      ``R`` rows: ``m = R`` (rows where both items share a cell change less, which a product with
+      fewer components never exceeds).
+    * zero-out (``bins_per_change = m``): ``m`` bins each lose a 1; both directions of the
+      ``m``-fold composition are kept and the worse one is reported.
+
+    The headline epsilon at ``delta`` is the smaller of this numerical composition's and basic
+    composition's (when the latter's delta fits).
 
     Examples:
         >>> from privsum.accounting import GuaranteeEvent
@@ -71,7 +84,12 @@ class BinsEvent(PrivacyEvent):
         if not isinstance(self.bin_event, PrivacyEvent):
             raise invalid("bin_event", owner, "a PrivacyEvent", self.bin_event)
         check_integer(self.bins_per_change, "bins_per_change", owner, low=1, high=MAX_BINS_PER_CHANGE)
-        object.__setattr__(self, "relation", Neighbouring.parse(self.relation, owner))
+        relation = Neighbouring.parse(self.relation, owner, allowed=tuple(HISTOGRAM_RELATIONS))
+        object.__setattr__(self, "relation", relation)
+        if relation == Neighbouring.REPLACE_ONE and self.bins_per_change % 2:
+            raise invalid(
+                "bins_per_change", owner, "even under replace-one (as many bins lose a 1 as gain one)", self.bins_per_change
+            )
         if not self.bin_event.neighbouring.implies(Neighbouring.REPLACE_ONE):
             raise invalid("bin_event", owner, "a replace-one event of one bin", self.bin_event.neighbouring.value)
         object.__setattr__(self, "delta", check_delta(self.delta, owner, allow_zero=False))
@@ -82,7 +100,15 @@ class BinsEvent(PrivacyEvent):
 
     def pld(self, discretization: float = DEFAULT_DISCRETIZATION) -> PLDPair:
         single = self.bin_event.pld(discretization)
-        return single if self.bins_per_change == 1 else single.self_compose(self.bins_per_change)
+        if self.relation != Neighbouring.REPLACE_ONE:
+            return single.self_compose(self.bins_per_change)
+        half = self.bins_per_change // 2
+        losing = PLDPair(single.forward, single.forward).self_compose(half).forward
+        gaining = (
+            losing if single.backward is single.forward else PLDPair(single.backward, single.backward).self_compose(half).forward
+        )
+        mixed = losing.compose(gaining)
+        return PLDPair(mixed, mixed)
 
     @functools.cached_property
     def guarantee(self) -> PrivacyGuarantee:

@@ -205,9 +205,8 @@ class ShuffledCountSketch(ShuffleProtocol):
         return 2.0 * self.noise_mean + check_real(second_moment, "second_moment", type(self).__name__, low=0.0) / self.width
 
     # ----------------------------------------------------------------- roles
-    def _cells(self, items: Any) -> np.ndarray:
-        """Each user's ``R`` cells, shape ``(n_users, R)``."""
-        ids = item_ids(items, type(self).__name__)
+    def _cells(self, ids: np.ndarray) -> np.ndarray:
+        """Each user's ``R`` cells from its ``uint64`` identifier (`item_ids`), shape ``(n_users, R)``."""
         buckets, signs = row_hashes(ids, self.seed, self.rows, self.width)
         rows = np.arange(self.rows)[:, np.newaxis]
         return ((rows * self.width + buckets) * 2 + (signs < 0)).T
@@ -215,7 +214,7 @@ class ShuffledCountSketch(ShuffleProtocol):
     def randomize(self, x: Any, *, rng: RNGLike = None) -> MessageBatch:
         """Every user's messages (cell ids), user by user: its ``R`` item cells, then its noise cells."""
         generator = as_generator(rng, type(self).__name__)
-        cells = self._cells(x)
+        cells = self._cells(item_ids(x, type(self).__name__))
         self.check_participants(cells.shape[0])
         noise_counts = generator.poisson(self.noise_mean * self.n_cells / self.n_users, cells.shape[0])
         noise_cells = generator.integers(0, self.n_cells, int(noise_counts.sum()))
@@ -230,10 +229,18 @@ class ShuffledCountSketch(ShuffleProtocol):
         generator = as_generator(rng, type(self).__name__)
         ids = item_ids(x, type(self).__name__)
         self.check_participants(ids.size)
+        return self.view_of_ids(ids, ids.size, generator)
+
+    def view_of_ids(self, ids: np.ndarray, noise_senders: int, generator: np.random.Generator) -> MessageHistogram:
+        """The view when the users holding ``ids`` send item messages and ``noise_senders`` users send noise.
+
+        For protocols built on this one (`PrefixHeavyHitters`: every user sends every level's
+        noise, only some send items to a level). Noise: ``Pois(lambda * noise_senders / n)`` per cell.
+        """
         counts = np.zeros(self.n_cells, dtype=np.int64)
         for start in range(0, ids.size, _CHUNK_USERS):
             counts += np.bincount(self._cells(ids[start : start + _CHUNK_USERS]).ravel(), minlength=self.n_cells)
-        counts += generator.poisson(self.noise_mean * ids.size / self.n_users, self.n_cells)
+        counts += generator.poisson(self.noise_mean * noise_senders / self.n_users, self.n_cells)
         return MessageHistogram(counts[:, np.newaxis], self.alphabet)
 
     def check_participants(self, n_participants: int) -> None:

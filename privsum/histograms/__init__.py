@@ -1,6 +1,6 @@
 """Histograms over a known domain, frequency sketches for huge domains, heavy hitters and means.
 
-* `ShuffledHistogram`: one shuffled bit sum per category (RR or 3NB), accounted by parallel
+* `ShuffledHistogram`: one shuffled bit sum per category (3NB, RR or Poisson noise messages), accounted by parallel
   composition: a replace-one change touches two bins, whatever the number of categories.
 * `CentralHistogram`: the central references (discrete Laplace with L1 sensitivity, analytic
   Gaussian with L2 sensitivity).
@@ -12,9 +12,11 @@
 
 from privsum.histograms.categories import MAX_CATEGORIES, Categories
 from privsum.histograms.central import CENTRAL_MECHANISMS, CentralHistogram
+from privsum.histograms.events import HISTOGRAM_RELATIONS, BinsEvent, PoissonCounterEvent
 from privsum.histograms.heavy_hitters import PrefixHeavyHitters, ReleasedPrefixTree
+from privsum.histograms.poisson_bins import PoissonNoiseBitSum
 from privsum.histograms.postprocess import consistent_with_total, nonnegative, top_k
-from privsum.histograms.protocol import HISTOGRAM_RELATIONS, BinsEvent, HistogramCandidate, ShuffledHistogram
+from privsum.histograms.protocol import HistogramCandidate, ShuffledHistogram
 from privsum.histograms.sketch import ReleasedCountSketch, ShuffledCountSketch, count_sketch_table
 
 __all__ = [
@@ -25,6 +27,8 @@ __all__ = [
     "Categories",
     "CentralHistogram",
     "HistogramCandidate",
+    "PoissonCounterEvent",
+    "PoissonNoiseBitSum",
     "PrefixHeavyHitters",
     "ReleasedCountSketch",
     "ReleasedPrefixTree",

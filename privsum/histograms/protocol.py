@@ -17,105 +17,24 @@ import numpy as np
 
 from privsum._random import RNGLike, as_generator
 from privsum._validation import check_choice, check_delta, check_epsilon, check_integer, check_real, invalid
-from privsum.accounting.composition import repeated_composition
 from privsum.accounting.events import PrivacyEvent
-from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
-from privsum.accounting.pld import DEFAULT_DISCRETIZATION, PLDPair
+from privsum.accounting.guarantee import Neighbouring
 from privsum.bitsum import BitSumProtocol, ConfidenceInterval, RRBitSum, ThreeNBBitSum
 from privsum.exceptions import InvalidParameterError
 from privsum.histograms.categories import Categories
+from privsum.histograms.events import HISTOGRAM_RELATIONS, BinsEvent
+from privsum.histograms.poisson_bins import PoissonNoiseBitSum
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
 from privsum.shuffle.protocol import EXECUTION_PATHS, ShuffleProtocol
 from privsum.shuffle.streaming import PartialView
 
-__all__ = ["HISTOGRAM_RELATIONS", "BinsEvent", "HistogramCandidate", "ShuffledHistogram"]
+__all__ = ["HistogramCandidate", "ShuffledHistogram"]
 
-#: Neighbouring relations a shuffled histogram is accounted under, and how many bins one change touches.
-HISTOGRAM_RELATIONS = {Neighbouring.REPLACE_ONE: 2, Neighbouring.ZERO_OUT: 1}
-#: Most bins one change may touch in a `BinsEvent` (a sketch with 512 rows).
-MAX_BINS_PER_CHANGE = 1024
 # Users one-hot encoded at a time (bounded memory: about 2^20 one-byte entries).
 _CHUNK_ENTRIES = 1 << 20
 # Bisection steps raising the per-bin epsilon above the basic-composition split.
 _SPLIT_STEPS = 8
-
-
-@dataclass(frozen=True)
-class BinsEvent(PrivacyEvent):
-    """One neighbouring change that alters the input of ``bins_per_change`` independent bins by one bit each.
-
-    The view is the product of independent per-bin views (every message carries its bin and
-    each bin's randomness is its own), so the privacy-loss distribution of a change is the
-    convolution of the changed bins' losses; unchanged bins have identical laws on both sides
-    and add nothing. Writing ``(P, Q)`` for one bin's pair (bit 1 versus bit 0, the bin's event
-    holding the PLDs of both directions, ``P||Q`` and ``Q||P``):
-
-    * replace-one (``bins_per_change = 2m``): a user moving from ``a`` to ``b`` takes a 1 out of
-      bin ``a`` and puts one in bin ``b``, so half the changed bins go ``1 -> 0`` and half
-      ``0 -> 1``. The loss is that of ``P^m x Q^m`` against ``Q^m x P^m``, whose two directions
-      have the same distribution: the forward PLD composed ``m`` times convolved with the
-      backward PLD composed ``m`` times. This is exact for an exact per-bin pair (3NB, the
-      Poisson counters), and an upper bound for a dominating one (RR's symmetric envelope).
-      Histograms: ``m = 1`` (two bins, whatever the number of categories); a count sketch of
-      ``R`` rows: ``m = R`` (rows where both items share a cell change less, which a product with
-      fewer components never exceeds).
-    * zero-out (``bins_per_change = m``): ``m`` bins each lose a 1; both directions of the
-      ``m``-fold composition are kept and the worse one is reported.
-
-    The headline epsilon at ``delta`` is the smaller of this numerical composition's and basic
-    composition's (when the latter's delta fits).
-
-    Examples:
-        >>> from privsum.accounting import GuaranteeEvent
-        >>> bin_event = GuaranteeEvent(PrivacyGuarantee(0.5, 1e-7))
-        >>> event = BinsEvent(bin_event, 2, Neighbouring.REPLACE_ONE, delta=1e-6)
-        >>> bool(event.guarantee.epsilon <= 1.0)
-        True
-    """
-
-    bin_event: PrivacyEvent
-    bins_per_change: int
-    relation: Neighbouring
-    delta: float
-
-    def __post_init__(self) -> None:
-        owner = "BinsEvent"
-        if not isinstance(self.bin_event, PrivacyEvent):
-            raise invalid("bin_event", owner, "a PrivacyEvent", self.bin_event)
-        check_integer(self.bins_per_change, "bins_per_change", owner, low=1, high=MAX_BINS_PER_CHANGE)
-        relation = Neighbouring.parse(self.relation, owner, allowed=tuple(HISTOGRAM_RELATIONS))
-        object.__setattr__(self, "relation", relation)
-        if relation == Neighbouring.REPLACE_ONE and self.bins_per_change % 2:
-            raise invalid(
-                "bins_per_change", owner, "even under replace-one (as many bins lose a 1 as gain one)", self.bins_per_change
-            )
-        if not self.bin_event.neighbouring.implies(Neighbouring.REPLACE_ONE):
-            raise invalid("bin_event", owner, "a replace-one event of one bin", self.bin_event.neighbouring.value)
-        object.__setattr__(self, "delta", check_delta(self.delta, owner, allow_zero=False))
-
-    @property
-    def native_discretization(self) -> float | None:
-        return self.bin_event.native_discretization
-
-    def pld(self, discretization: float = DEFAULT_DISCRETIZATION) -> PLDPair:
-        single = self.bin_event.pld(discretization)
-        if self.relation != Neighbouring.REPLACE_ONE:
-            return single.self_compose(self.bins_per_change)
-        half = self.bins_per_change // 2
-        losing = PLDPair(single.forward, single.forward).self_compose(half).forward
-        gaining = (
-            losing if single.backward is single.forward else PLDPair(single.backward, single.backward).self_compose(half).forward
-        )
-        mixed = losing.compose(gaining)
-        return PLDPair(mixed, mixed)
-
-    @functools.cached_property
-    def guarantee(self) -> PrivacyGuarantee:
-        numerical = self.pld(self.native_discretization or DEFAULT_DISCRETIZATION).epsilon(self.delta)
-        basic = repeated_composition(self.bin_event.guarantee, self.bins_per_change)
-        epsilon = min(numerical, basic.epsilon) if basic.delta <= self.delta else numerical
-        return PrivacyGuarantee(epsilon, self.delta, self.relation)
 
 
 @dataclass(frozen=True)
@@ -134,8 +53,8 @@ class ShuffledHistogram(ShuffleProtocol):
 
     Args:
         categories: the public list of categories (`Categories` or a sequence of labels).
-        bin_protocol: the bit-sum protocol every bin runs (an `~privsum.bitsum.RRBitSum` or
-            `~privsum.bitsum.ThreeNBBitSum` instance, calibrated for ``n_users``).
+        bin_protocol: the bit-sum protocol every bin runs (an `~privsum.bitsum.RRBitSum`,
+            `~privsum.bitsum.ThreeNBBitSum` or `PoissonNoiseBitSum` instance, calibrated for ``n_users``).
         neighbouring: ``"replace-one"`` (a user's category changes: two bins) or ``"zero-out"``
             (a user's category is replaced by "none": one bin).
         delta: the delta of the headline guarantee.
@@ -201,7 +120,8 @@ class ShuffledHistogram(ShuffleProtocol):
         """The histogram protocol with the least per-bin variance meeting (epsilon, delta) in total.
 
         Candidates: 3NB with the paper's flooding, 3NB with the communication-saving flooding
-        (variance allowance 1.1, 2 and 4) and RR (one message per bin). Each is calibrated so that
+        (variance allowance 1.1, 2 and 4), RR (one message per bin) and Poisson noise messages
+        (`PoissonNoiseBitSum`: the fewest messages for many categories). Each is calibrated so that
         its `BinsEvent` (the per-bin event composed twice under replace-one, once under zero-out)
         meets the target: first the basic split ``(epsilon/b, delta/b)`` per bin, then the per-bin
         epsilon raised by bisection while the numerically composed guarantee still meets
@@ -218,7 +138,8 @@ class ShuffledHistogram(ShuffleProtocol):
             neighbouring: ``"replace-one"`` or ``"zero-out"``.
             max_messages_per_user: the most expected messages a user may send (all bins), or
                 ``None`` for no limit.
-            protocol: ``"auto"`` (the least variance within the budget), ``"3nb"`` or ``"rr"``.
+            protocol: ``"auto"`` (the least variance within the budget), ``"3nb"``, ``"rr"`` or
+                ``"poisson"``.
 
         Raises:
             InvalidParameterError: a parameter out of range, or no candidate fits the budget
@@ -230,7 +151,7 @@ class ShuffledHistogram(ShuffleProtocol):
         n_users = check_integer(n_users, "n_users", owner, low=1)
         categories = categories if isinstance(categories, Categories) else Categories(categories)
         relation = Neighbouring.parse(neighbouring, owner, allowed=tuple(HISTOGRAM_RELATIONS))
-        protocol = check_choice(protocol, "protocol", owner, ("auto", "3nb", "rr"))
+        protocol = check_choice(protocol, "protocol", owner, ("auto", "3nb", "rr", "poisson"))
         if max_messages_per_user is not None:
             max_messages_per_user = check_real(max_messages_per_user, "max_messages_per_user", owner, low=0.0, low_open=True)
         bins_per_change = HISTOGRAM_RELATIONS[relation]
@@ -240,12 +161,14 @@ class ShuffledHistogram(ShuffleProtocol):
 
         built, fitting = [], []
         for name, make_bin in _candidate_bins(protocol, n_users):
+            if name == "rr" and max_messages_per_user is not None and len(categories) > max_messages_per_user:
+                continue  # one message per bin
             if name.startswith("3nb-") and any(n == "3nb" for n, _ in fitting):
                 continue  # the communication floodings trade variance for messages: never less variance
             least = min((h.variance() for _, h in fitting), default=math.inf)
-            if _variance_floor(make_bin, epsilon, delta / bins_per_change) >= least:
+            if _variance_floor(name, make_bin, epsilon, delta / bins_per_change) >= least:
                 continue  # even the whole epsilon in one bin would not beat a fitting candidate
-            bins = _calibrated_bins(make_bin, epsilon, delta, bins_per_change)
+            bins = _calibrated_bins(name, make_bin, epsilon, delta, bins_per_change)
             if bins is not None:
                 histogram = cls(categories=categories, bin_protocol=bins, neighbouring=relation, delta=delta)
                 built.append((name, histogram))
@@ -385,23 +308,38 @@ def _candidate_bins(protocol: str, n_users: int) -> list[tuple[str, Any]]:
             )
         )
     rr = [("rr", lambda e, d: RRBitSum.from_privacy(epsilon=e, delta=d, n_users=n_users))]
-    return {"auto": three_nb + rr, "3nb": three_nb, "rr": rr}[protocol]
+    poisson = [("poisson", lambda e, d, b: PoissonNoiseBitSum.from_privacy(epsilon=e, delta=d, n_users=n_users, changed_bins=b))]
+    return {"auto": three_nb + rr + poisson, "3nb": three_nb, "rr": rr, "poisson": poisson}[protocol]
 
 
-def _variance_floor(make: Any, epsilon: float, per_bin_delta: float) -> float:
-    """The per-bin variance with the whole epsilon in each bin: no calibration of `_calibrated_bins` has less.
+def _variance_floor(name: str, make: Any, epsilon: float, per_bin_delta: float) -> float:
+    """A per-bin variance no calibration of the candidate goes below, cheaply.
 
-    Every calibration it accepts has a per-bin epsilon at most ``epsilon`` at the same per-bin
-    delta, hence at least this variance (the bit sums' variance falls as their epsilon grows).
+    Split candidates: the variance with the whole epsilon in each bin (every calibration of
+    `_calibrated_bins` has a per-bin epsilon at most ``epsilon`` at the same per-bin delta, and
+    the bit sums' variance falls as their epsilon grows). Poisson bins: ``log(1/delta)``, since
+    the output where a changed counter reads 0 has probability ``e^-lambda`` on one side and 0 on
+    the other, so ``delta >= e^-lambda`` and the variance ``lambda >= log(1/delta)``.
     """
+    if name == "poisson":
+        return math.log(1.0 / per_bin_delta)
     try:
         return float(np.max(make(epsilon, per_bin_delta).variance()))
     except InvalidParameterError:
         return math.inf
 
 
-def _calibrated_bins(make: Any, epsilon: float, delta: float, bins_per_change: int) -> BitSumProtocol | None:
-    """The bin protocol with the largest per-bin epsilon whose `BinsEvent` meets (epsilon, delta); ``None`` if none."""
+def _calibrated_bins(name: str, make: Any, epsilon: float, delta: float, bins_per_change: int) -> BitSumProtocol | None:
+    """The bin protocol with the largest per-bin epsilon whose `BinsEvent` meets (epsilon, delta); ``None`` if none.
+
+    Poisson bins are calibrated directly for the `BinsEvent` (`PoissonNoiseBitSum.from_privacy`
+    with ``changed_bins``).
+    """
+    if name == "poisson":
+        try:
+            return make(epsilon, delta, bins_per_change)
+        except InvalidParameterError:
+            return None
 
     def meets(candidate: BitSumProtocol) -> bool:
         event = BinsEvent(candidate.event, bins_per_change, Neighbouring.REPLACE_ONE, delta)

@@ -30,13 +30,11 @@ from scipy import stats
 from privsum._random import RNGLike, as_generator
 from privsum._serialisation import Envelope, check_key, header_field, pack, unpack
 from privsum._validation import check_delta, check_epsilon, check_integer, check_real, invalid
-from privsum.accounting.calibration import calibrate
 from privsum.accounting.events import PrivacyEvent
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
 from privsum.exceptions import IncompatibleSketchError, PrivacyLeakWarning
 from privsum.histograms._hashing import item_ids, row_hashes
-from privsum.histograms._noise_event import MAX_NOISE_MEAN, PoissonCounterEvent
-from privsum.histograms.protocol import BinsEvent
+from privsum.histograms.events import MAX_NOISE_MEAN, BinsEvent, PoissonCounterEvent, calibrated_noise_mean
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
 from privsum.shuffle.protocol import ShuffleProtocol
@@ -159,7 +157,7 @@ class ShuffledCountSketch(ShuffleProtocol):
         n_users = check_integer(n_users, "n_users", owner, low=1)
         rows = check_integer(rows, "rows", owner, low=1, high=_MAX_ROWS)
         budget = check_real(max_messages_per_user, "max_messages_per_user", owner, low=0.0, low_open=True)
-        noise_mean = _calibrated_noise_mean(epsilon, delta, 2 * rows, owner)
+        noise_mean = calibrated_noise_mean(epsilon, delta, 2 * rows, owner)
         per_bucket = 2 * rows * noise_mean / n_users
         if width is None:
             fits = math.floor((budget - rows) / per_bucket) if budget > rows else 0
@@ -266,30 +264,6 @@ class ShuffledCountSketch(ShuffleProtocol):
             n_users=self.n_users,
             guarantee=self.guarantee,
         )
-
-
-def _calibrated_noise_mean(epsilon: float, delta: float, cells_per_change: int, owner: str) -> float:
-    """The least Poisson mean per cell whose ``cells_per_change``-fold composition meets (epsilon, delta)."""
-
-    def delta_at(log_mean: float) -> float:
-        counter = PoissonCounterEvent(noise_mean=math.exp(log_mean), delta=delta)
-        return BinsEvent(counter, cells_per_change, Neighbouring.REPLACE_ONE, delta).pld().delta(epsilon)
-
-    log_mean = calibrate(
-        delta_at,
-        target_delta=delta,
-        lower=math.log(1e-2),
-        upper=math.log(MAX_NOISE_MEAN) - 1e-9,
-        more_private="increasing",
-        tolerance=1e-3,
-        caller=(owner, "epsilon", epsilon),
-        method="illinois",
-    )
-    noise_mean = math.exp(log_mean)
-    achieved = BinsEvent(PoissonCounterEvent(noise_mean=noise_mean, delta=delta), cells_per_change, "replace-one", delta)
-    if not achieved.guarantee.epsilon <= epsilon:
-        raise invalid("epsilon", owner, f"met by the calibrated noise (got {achieved.guarantee.epsilon:.6g})", epsilon)
-    return noise_mean
 
 
 @dataclass(frozen=True, eq=False)

@@ -23,6 +23,7 @@ def script():
     del sys.modules[spec.name]
 
 
+@pytest.mark.slow
 def test_the_script_fills_the_block(script, tmp_path):
     page = tmp_path / "choosing.md"
     page.write_text(f"intro\n{script.BEGIN_MARKER}\nold\n{script.END_MARKER}\nafter\n", encoding="utf-8")

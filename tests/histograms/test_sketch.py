@@ -8,8 +8,7 @@ from scipy import stats
 
 from privsum.accounting import Neighbouring
 from privsum.exceptions import IncompatibleSketchError, InvalidParameterError
-from privsum.histograms import BinsEvent, PrefixHeavyHitters, ReleasedCountSketch, ShuffledCountSketch
-from privsum.histograms._noise_event import PoissonCounterEvent
+from privsum.histograms import BinsEvent, PoissonCounterEvent, PrefixHeavyHitters, ReleasedCountSketch, ShuffledCountSketch
 from privsum.testing.stats import assert_mean
 
 ALPHA = 1e-6

@@ -157,10 +157,12 @@ class ShuffledCountSketch(ShuffleProtocol):
         n_users = check_integer(n_users, "n_users", owner, low=1)
         rows = check_integer(rows, "rows", owner, low=1, high=_MAX_ROWS)
         budget = check_real(max_messages_per_user, "max_messages_per_user", owner, low=0.0, low_open=True)
+        if not budget > rows:
+            raise invalid("max_messages_per_user", owner, f"more than rows={rows} (one item message per row)", budget)
         noise_mean = calibrated_noise_mean(epsilon, delta, 2 * rows, owner)
         per_bucket = 2 * rows * noise_mean / n_users
         if width is None:
-            fits = math.floor((budget - rows) / per_bucket) if budget > rows else 0
+            fits = math.floor((budget - rows) / per_bucket)
             if fits < 1:
                 raise invalid("max_messages_per_user", owner, f"at least {rows + per_bucket:.4g} with {rows} rows", budget)
             width = min(1 << int(math.log2(fits)), MAX_SKETCH_CELLS // (2 * rows))

@@ -86,7 +86,7 @@ def test_row_estimates_are_unbiased_without_collisions(sketch):
 
 
 def test_error_bound_holds_for_most_items():
-    sketch = ShuffledCountSketch.from_privacy(epsilon=1.0, delta=1e-6, n_users=20000, rows=5, width=512)
+    sketch = ShuffledCountSketch(n_users=20000, rows=5, width=512, noise_mean=150.0, delta=1e-6)
     rng = np.random.default_rng(5)
     items = rng.zipf(1.3, 20000)
     values, counts = np.unique(items, return_counts=True)

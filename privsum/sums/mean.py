@@ -3,6 +3,8 @@
 * `ShuffledMean`: values in a public ``[low, high]``, randomly rounded to ``levels`` integer steps
   and summed by BBGN20 additive shares with discrete Laplace noise (`SparseMultiMessageSum`); the
   mean is the decoded sum over the public number of users.
+* `ShuffledMeanVariance`: the mean and the variance of bounded reals from two such sums (of the
+  values and of their squares), the budget split between them.
 * `ClippedMean`: values in ``[low, upper]`` with ``upper`` possibly far above almost every value;
   the instance-optimal clipped sum of Dong, Luo, Fanti, Shi & Yi (CCS 2024) (`ClippedSum`) picks the
   clipping threshold from the data privately, so the error scales with the data's largest
@@ -13,21 +15,21 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from scipy import stats
 
 from privsum._random import RNGLike, as_generator
 from privsum._validation import check_array, check_delta, check_epsilon, check_integer, check_real, invalid
-from privsum.accounting.events import PrivacyEvent
+from privsum.accounting.events import ComposedEvent, PrivacyEvent
 from privsum.accounting.guarantee import PrivacyGuarantee
 from privsum.bitsum.base import ConfidenceInterval, symmetric_noise_half_width
 from privsum.shuffle.noise import discrete_laplace_pmf
 from privsum.sums.clipped import ClippedSum
 from privsum.sums.clipped_shares import SparseMultiMessageSum
 
-__all__ = ["MAX_LEVELS", "ClippedMean", "ShuffledMean"]
+__all__ = ["MAX_LEVELS", "ClippedMean", "MeanAndVariance", "ShuffledMean", "ShuffledMeanVariance"]
 
 #: Most rounding levels of `ShuffledMean` (the integer sum's sensitivity).
 MAX_LEVELS = 1 << 20
@@ -186,6 +188,101 @@ class ShuffledMean:
         noise = symmetric_noise_half_width(pmf, 1.0 - miss / 2.0)
         half = self._unit() * (noise + _hoeffding_half_width(self.n_users, miss / 2.0))
         return ConfidenceInterval(estimate - half, estimate + half, level, "exact noise quantile and Hoeffding bound")
+
+
+class MeanAndVariance(NamedTuple):
+    """A released mean and (population) variance."""
+
+    mean: float
+    variance: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShuffledMeanVariance:
+    """The mean and the population variance of reals in ``[low, high]``: two shuffled integer sums.
+
+    User ``i`` scales ``x_i`` to ``u_i = L (x_i - low)/(high - low)`` in ``[0, L]`` and rounds, at
+    random and independently, ``u_i`` and ``u_i^2 / L`` (both in ``[0, L]``); instance 0 of
+    ``sum_protocol`` sums the first, instance 1 the second. With ``S_0, S_1`` the decoded sums
+    and ``n = n_users``: ``m = S_0 / n`` estimates the mean of ``u`` and
+    ``L S_1 / n - m^2 + Var(S_0)/n^2`` its population variance (the last term removes the bias
+    of ``m^2``, ``Var(S_0)`` being the noise's and the rounding's worst case); both are mapped
+    back to the values' units.
+
+    Privacy:
+        Replace-one: a user's change moves both of its inputs, so the guarantee is the two
+        instances' events composed (`ComposedEvent`); `from_privacy` runs each at
+        ``(epsilon/2, delta/2)``.
+
+    Utility:
+        The mean is unbiased; the variance is unbiased up to the rounding's bias correction, which
+        uses the worst-case rounding variance (a bias below ``(high - low)^2 / (4 L^2 n)``).
+
+    Examples:
+        >>> both = ShuffledMeanVariance.from_privacy(epsilon=1.0, delta=1e-6, n_users=20000, low=0.0, high=10.0)
+        >>> values = np.random.default_rng(0).uniform(0.0, 10.0, 20000)
+        >>> released = both.run(values, rng=1)
+        >>> bool(abs(released.mean - 5.0) < 0.1 and abs(released.variance - 100 / 12) < 0.5)
+        True
+    """
+
+    low: float
+    high: float
+    sum_protocol: SparseMultiMessageSum
+
+    def __post_init__(self) -> None:
+        ShuffledMean(low=self.low, high=self.high, sum_protocol=self.sum_protocol)  # the same checks
+        object.__setattr__(self, "low", float(self.low))
+        object.__setattr__(self, "high", float(self.high))
+
+    @classmethod
+    def from_privacy(
+        cls, *, epsilon: float, delta: float, n_users: int, low: float, high: float, levels: int | None = None
+    ) -> ShuffledMeanVariance:
+        """Both sums at ``(epsilon/2, delta/2)``; ``levels`` as `ShuffledMean.from_privacy` picks them at ``epsilon/2``."""
+        owner = cls.__name__
+        epsilon = check_epsilon(epsilon, owner)
+        delta = check_delta(delta, owner, allow_zero=False)
+        half = ShuffledMean.from_privacy(epsilon=epsilon / 2, delta=delta / 2, n_users=n_users, low=low, high=high, levels=levels)
+        return cls(low=low, high=high, sum_protocol=half.sum_protocol)
+
+    @property
+    def n_users(self) -> int:
+        return self.sum_protocol.n_users
+
+    @property
+    def levels(self) -> int:
+        return self.sum_protocol.domain
+
+    @property
+    def event(self) -> PrivacyEvent:
+        """The two instances' events composed (a user changes both)."""
+        return ComposedEvent(self.sum_protocol.event, 2)
+
+    @property
+    def guarantee(self) -> PrivacyGuarantee:
+        return self.event.guarantee
+
+    @property
+    def expected_messages_per_user(self) -> float:
+        return 2 * self.sum_protocol.expected_messages_per_user
+
+    def run(self, values: Any, *, rng: RNGLike = None, path: str = "fast") -> MeanAndVariance:
+        """The estimated mean and population variance of ``values`` (one per user)."""
+        owner = type(self).__name__
+        generator = as_generator(rng, owner)
+        array = check_array(values, "values", owner, ndim=1, low=self.low, high=self.high).astype(float)
+        if array.size == 0:
+            raise invalid("values", owner, "at least one value", "no values")
+        levels, n = self.levels, self.n_users
+        scaled = np.minimum((array - self.low) * (levels / (self.high - self.low)), float(levels))
+        inputs = np.stack([_rounded(scaled, generator), _rounded(scaled**2 / levels, generator)], axis=1)
+        first, second = np.asarray(self.sum_protocol.run(inputs, rng=generator, path=path), dtype=float)
+        mean = first / n
+        first_variance = float(self.sum_protocol.variance()) + 0.25 * n
+        variance = levels * second / n - mean**2 + first_variance / n**2
+        unit = (self.high - self.low) / levels
+        return MeanAndVariance(self.low + unit * mean, unit**2 * variance)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -5,7 +5,7 @@ import pytest
 from scipy import stats
 
 from privsum.exceptions import InvalidParameterError
-from privsum.sums.mean import ClippedMean, ShuffledMean
+from privsum.sums.mean import ClippedMean, ShuffledMean, ShuffledMeanVariance
 from privsum.testing.stats import assert_mean
 
 ALPHA = 1e-6
@@ -69,3 +69,13 @@ def test_clipped_mean_error_scales_with_the_data_not_the_bound():
     assert np.median(np.abs(errors)) < 1.0
     with pytest.raises(InvalidParameterError, match="values"):
         clipped.run(np.array([1.0, 4e6]), rng=0)
+
+
+def test_mean_and_variance_are_unbiased():
+    both = ShuffledMeanVariance.from_privacy(epsilon=1.0, delta=1e-6, n_users=2000, low=0.0, high=10.0)
+    assert both.guarantee.epsilon <= 1.0 and both.guarantee.delta <= 1e-6
+    values = np.random.default_rng(4).uniform(2.0, 9.0, 2000)
+    released = np.array([both.run(values, rng=seed) for seed in range(150)])
+    assert_mean(released[:, 0], values.mean(), alpha=ALPHA)
+    # the variance's bias correction uses the worst-case rounding: at most (10 / levels)^2 / (4 n) too low
+    assert_mean(released[:, 1] + (10.0 / both.levels) ** 2 / (8 * 2000), values.var(), alpha=ALPHA)

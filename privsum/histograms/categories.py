@@ -33,7 +33,8 @@ class Categories:
     Args:
         labels: the categories (ints, strings or any hashable), distinct, at least one, at most
             `MAX_CATEGORIES`. NaN is refused (it is not equal to itself, so it cannot be looked up);
-            booleans are refused next to numbers (``True == 1`` would merge two labels).
+            booleans are refused next to numbers (``True == 1`` would merge two labels). Values
+            must have a label's type: ``1.0`` is refused among integer labels, never rounded.
 
     Examples:
         >>> colours = Categories(["red", "green", "blue"])
@@ -45,6 +46,7 @@ class Categories:
 
     labels: Sequence[Hashable]
     _positions: dict = field(init=False, repr=False, compare=False)
+    _label_types: frozenset = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         owner = "Categories"
@@ -70,6 +72,7 @@ class Categories:
             raise invalid("categories", owner, "booleans only with booleans (True == 1 would merge labels)", labels)
         object.__setattr__(self, "labels", labels)
         object.__setattr__(self, "_positions", positions)
+        object.__setattr__(self, "_label_types", frozenset(type(label) for label in labels))
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -89,12 +92,14 @@ class Categories:
         fast = self._index_integers(array, owner, name)
         if fast is not None:
             return fast
-        positions = self._positions
-        only_bools = isinstance(self.labels[0], (bool, np.bool_))
+        positions, label_types = self._positions, self._label_types
         out = np.empty(array.size, dtype=np.int64)
         for row, value in enumerate(array.tolist()):
+            if type(value) not in label_types:  # 1.0 is not the label 1, nor True, nor "1"
+                kinds = " or ".join(sorted(kind.__name__ for kind in label_types))
+                raise invalid(name, owner, f"categories of the labels' type ({kinds})", value)
             position = positions.get(value) if _hashable(value) else None
-            if position is None or isinstance(value, bool) != only_bools:
+            if position is None:
                 raise invalid(name, owner, f"categories among the {len(self)} public labels", value)
             out[row] = position
         return out

@@ -48,7 +48,7 @@ class PoissonNoiseBitSum(BitSumProtocol):
     Examples:
         >>> protocol = PoissonNoiseBitSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=1000)
         >>> bool(protocol.guarantee.epsilon <= 1.0), round(protocol.expected_messages_per_user, 3)
-        (True, 1.043)
+        (True, 1.034)
     """
 
     n_users: int

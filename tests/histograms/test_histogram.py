@@ -187,9 +187,13 @@ def test_unknown_category_is_named(histogram):
     with pytest.raises(InvalidParameterError, match="12"):
         histogram.run(np.array([1, 2, 12]))
     with pytest.raises(InvalidParameterError, match="nan"):
-        histogram.run([1.0, float("nan")])
+        histogram.run([1, float("nan")])
     with pytest.raises(InvalidParameterError, match="True"):
         histogram.run([True, 1])
+    with pytest.raises(InvalidParameterError, match="type"):
+        histogram.run(np.array([1.0, 2.0]))
+    with pytest.raises(InvalidParameterError, match="type"):
+        histogram.run(["1", "2"])
 
 
 @pytest.mark.parametrize(

@@ -217,3 +217,13 @@ def test_bad_parameters(histogram):
         histogram.run(np.zeros((3, 2), dtype=int))
     with pytest.raises(InvalidParameterError, match="estimate"):
         histogram.confidence_interval([1.0, 2.0])
+
+
+def test_streamed_chunks_match_one_run_in_distribution(histogram):
+    from privsum.shuffle.streaming import UserChunks
+
+    rng = np.random.default_rng(8)
+    values = rng.integers(0, 10, 3000)
+    whole = np.array([histogram.run(values, rng=seed)[0] for seed in range(300)])
+    chunks = np.array([histogram.run(UserChunks(np.array_split(values, 3)), rng=10**4 + seed)[0] for seed in range(300)])
+    assert stats.ks_2samp(whole, chunks).pvalue > ALPHA

@@ -8,9 +8,10 @@ messages carry their bin), so the estimate of each bin is that bin protocol's es
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -58,6 +59,8 @@ class ShuffledHistogram(ShuffleProtocol):
         neighbouring: ``"replace-one"`` (a user's category changes: two bins) or ``"zero-out"``
             (a user's category is replaced by "none": one bin).
         delta: the delta of the headline guarantee.
+        chosen: the name of the candidate `from_privacy` chose (``None`` when built by hand).
+        candidates: every candidate `from_privacy` calibrated, with its variance and messages.
 
     Privacy:
         Under ``neighbouring``, on the shuffled messages of all bins (trusted shuffler, an
@@ -91,6 +94,8 @@ class ShuffledHistogram(ShuffleProtocol):
     bin_protocol: BitSumProtocol
     neighbouring: Neighbouring = Neighbouring.REPLACE_ONE
     delta: float
+    chosen: str | None = field(default=None, compare=False)
+    candidates: tuple[HistogramCandidate, ...] = field(default=(), compare=False, repr=False)
 
     streams_chunks: ClassVar[bool] = True
 
@@ -183,9 +188,7 @@ class ShuffledHistogram(ShuffleProtocol):
         candidates = tuple(
             HistogramCandidate(n, h.variance(), h.expected_messages_per_user, any(n == m for m, _ in fitting)) for n, h in built
         )
-        best.__dict__["candidates"] = candidates
-        best.__dict__["chosen"] = name
-        return best
+        return dataclasses.replace(best, chosen=name, candidates=candidates)
 
     # ----------------------------------------------------------------- description
     @property

@@ -133,9 +133,9 @@ class ShuffledHistogram(ShuffleProtocol):
         ``epsilon`` at ``delta`` (each accepted step is checked). The vector sums are not
         candidates. Centrally, the analytic Gaussian with L2 sensitivity sqrt(2) has a larger
         variance than the discrete Laplace with L1 sensitivity 2 (which 3NB nearly matches) for
-        every epsilon from 0.1 to 8 at delta = 1e-6 (4.6 times at epsilon = 1), and at delta = 1e-3
-        from epsilon = 0.5; it wins only at large delta and small epsilon (0.76 times at
-        ``(0.1, 1e-3)``). Even there `~privsum.sums.SkellamVectorSum` would not: it accounts a
+        every epsilon from 0.1 to 8 at delta = 1e-6, and at delta = 1e-3 from epsilon = 0.5 (compare
+        `CentralHistogram` with ``mechanism="auto"``, which picks the smaller); it wins only at
+        large delta and small epsilon (e.g. ``(0.1, 1e-3)``). Even there `~privsum.sums.SkellamVectorSum` would not: it accounts a
         replace-one change as an L2 shift of ``2 Delta_2`` (any two vectors of norm
         ``Delta_2``), not the one-hot vectors' sqrt(2).
 

@@ -349,8 +349,8 @@ def _calibrated_bins(name: str, make: Any, epsilon: float, delta: float, bins_pe
             return None
 
     def meets(candidate: BitSumProtocol) -> bool:
-        event = BinsEvent(candidate.event, bins_per_change, Neighbouring.REPLACE_ONE, delta)
-        return event.guarantee.epsilon <= epsilon
+        relation = Neighbouring.REPLACE_ONE if bins_per_change == 2 else Neighbouring.ZERO_OUT
+        return BinsEvent(candidate.event, bins_per_change, relation, delta).guarantee.epsilon <= epsilon
 
     low, per_bin_delta = epsilon / bins_per_change, delta / bins_per_change
     try:

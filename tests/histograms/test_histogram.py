@@ -227,3 +227,12 @@ def test_streamed_chunks_match_one_run_in_distribution(histogram):
     whole = np.array([histogram.run(values, rng=seed)[0] for seed in range(300)])
     chunks = np.array([histogram.run(UserChunks(np.array_split(values, 3)), rng=10**4 + seed)[0] for seed in range(300)])
     assert stats.ks_2samp(whole, chunks).pvalue > ALPHA
+
+
+def test_zero_out_pays_one_bin(histogram):
+    zero_out = ShuffledHistogram.from_privacy(
+        epsilon=1.0, delta=1e-6, n_users=3000, categories=range(10), neighbouring="zero-out", protocol="3nb"
+    )
+    assert zero_out.guarantee.neighbouring == Neighbouring.ZERO_OUT
+    assert zero_out.guarantee.epsilon <= 1.0 and zero_out.event.bins_per_change == 1
+    assert zero_out.variance() < 0.5 * histogram.variance()  # the whole budget in each bin

@@ -105,7 +105,7 @@ class ShuffledMean:
         Args:
             epsilon: total epsilon.
             delta: total delta (spent on the shares' statistical distance).
-            n_users: users taking part (at least 2).
+            n_users: users taking part (at least 3, as BBGN20's share bound needs).
             low: public lower end.
             high: public upper end.
             levels: integer steps across ``[low, high]``; ``None``: the least power of two whose
@@ -114,7 +114,7 @@ class ShuffledMean:
         owner = cls.__name__
         epsilon = check_epsilon(epsilon, owner)
         delta = check_delta(delta, owner, allow_zero=False)
-        n_users = check_integer(n_users, "n_users", owner, low=2)
+        n_users = check_integer(n_users, "n_users", owner, low=3)
         if levels is None:
             least = math.sqrt(n_users * epsilon**2 / (8.0 * _ROUNDING_SHARE))
             levels = min(MAX_LEVELS, 1 << max(0, math.ceil(math.log2(max(1.0, least)))))

@@ -27,6 +27,7 @@ from privsum._random import RNGLike, as_generator
 from privsum._validation import check_array, check_delta, check_epsilon, check_integer, check_integer_array, check_real, invalid
 from privsum.accounting.events import PrivacyEvent
 from privsum.accounting.guarantee import PrivacyGuarantee
+from privsum.exceptions import IncompatibleSketchError
 from privsum.histograms.sketch import ReleasedCountSketch, ShuffledCountSketch
 
 __all__ = ["MAX_DOMAIN_BITS", "PrefixHeavyHitters", "ReleasedPrefixTree"]
@@ -198,6 +199,23 @@ class ReleasedPrefixTree:
     levels: tuple[ReleasedCountSketch, ...]
     level_weights: tuple[float, ...]
     level_bits: tuple[int, ...]
+
+    def merge(self, other: ReleasedPrefixTree, *, disjoint_users: bool) -> ReleasedPrefixTree:
+        """The release of two disjoint sets of users: every level's sketches merged (post-processing).
+
+        Raises:
+            IncompatibleSketchError: different levels, level weights or sketch seeds and shapes.
+            InvalidParameterError: ``disjoint_users`` is not ``True``.
+        """
+        owner = f"{type(self).__name__}.merge"
+        if not isinstance(other, ReleasedPrefixTree):
+            raise invalid("other", owner, "a ReleasedPrefixTree", type(other).__name__)
+        if other.level_bits != self.level_bits or other.level_weights != self.level_weights:
+            raise IncompatibleSketchError("cannot merge prefix trees with different levels or level weights")
+        levels = tuple(
+            mine.merge(theirs, disjoint_users=disjoint_users) for mine, theirs in zip(self.levels, other.levels, strict=True)
+        )
+        return ReleasedPrefixTree(levels=levels, level_weights=self.level_weights, level_bits=self.level_bits)
 
     def prefix_counts(self, level: int, prefixes: Any) -> np.ndarray:
         """Estimated counts of level-``level`` prefixes among all users (sketch estimate over the level weight)."""

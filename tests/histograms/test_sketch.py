@@ -169,3 +169,14 @@ def test_tree_refuses_items_outside_the_domain(tree):
         tree.run(np.array([1, 5000]), rng=0)
     with pytest.raises(InvalidParameterError, match="items"):
         tree.run(np.array([1.0, 2.0]), rng=0)
+
+
+def test_tree_releases_merge(tree):
+    rng = np.random.default_rng(3)
+    first = tree.run(np.concatenate([np.full(1000, 99), rng.integers(0, 5000, 19000)]), rng=1)
+    second = tree.run(np.concatenate([np.full(1000, 99), rng.integers(0, 5000, 19000)]), rng=2)
+    merged = first.merge(second, disjoint_users=True)
+    assert [item for item, _ in merged.heavy_hitters(min_count=1500)] == [99]
+    np.testing.assert_array_equal(merged.levels[0].table, first.levels[0].table + second.levels[0].table)
+    with pytest.raises(InvalidParameterError, match="disjoint_users"):
+        first.merge(second, disjoint_users=False)

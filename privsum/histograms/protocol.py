@@ -135,9 +135,10 @@ class ShuffledHistogram(ShuffleProtocol):
         variance than the discrete Laplace with L1 sensitivity 2 (which 3NB nearly matches) for
         every epsilon from 0.1 to 8 at delta = 1e-6, and at delta = 1e-3 from epsilon = 0.5 (compare
         `CentralHistogram` with ``mechanism="auto"``, which picks the smaller); it wins only at
-        large delta and small epsilon (e.g. ``(0.1, 1e-3)``). Even there `~privsum.sums.SkellamVectorSum` would not: it accounts a
-        replace-one change as an L2 shift of ``2 Delta_2`` (any two vectors of norm
-        ``Delta_2``), not the one-hot vectors' sqrt(2).
+        large delta and small epsilon (e.g. ``(0.1, 1e-3)``). Even there
+        `~privsum.sums.SkellamVectorSum` would not: it accounts a replace-one change as an L2
+        shift of ``2 Delta_2`` (any two vectors of norm ``Delta_2``), not the one-hot vectors'
+        sqrt(2).
 
         Args:
             epsilon: total epsilon of one run (all bins).

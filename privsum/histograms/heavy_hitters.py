@@ -24,9 +24,10 @@ from typing import Any
 import numpy as np
 
 from privsum._random import RNGLike, as_generator
+from privsum._serialisation import Envelope, check_key, header_field, pack, unpack
 from privsum._validation import check_array, check_delta, check_epsilon, check_integer, check_integer_array, check_real, invalid
 from privsum.accounting.events import PrivacyEvent
-from privsum.accounting.guarantee import PrivacyGuarantee
+from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
 from privsum.exceptions import IncompatibleSketchError
 from privsum.histograms.sketch import ReleasedCountSketch, ShuffledCountSketch
 
@@ -34,6 +35,8 @@ __all__ = ["MAX_DOMAIN_BITS", "PrefixHeavyHitters", "ReleasedPrefixTree"]
 
 #: Largest item domain: ``2^62`` identifiers.
 MAX_DOMAIN_BITS = 62
+_ENVELOPE = Envelope(magic=b"PSPTRE", version=1, name="privsum released prefix tree")
+_KIND_TREE = 1
 # Most prefixes kept at one level while descending (bounds the analyzer's work).
 _MAX_KEPT = 1 << 14
 
@@ -216,6 +219,45 @@ class ReleasedPrefixTree:
             mine.merge(theirs, disjoint_users=disjoint_users) for mine, theirs in zip(self.levels, other.levels, strict=True)
         )
         return ReleasedPrefixTree(levels=levels, level_weights=self.level_weights, level_bits=self.level_bits)
+
+    def to_bytes(self, *, key: bytes | None = None) -> bytes:
+        """Versioned binary form (no pickle): JSON header (levels, weights, seeds, guarantee) + float64 tables."""
+        first = self.levels[0]
+        header = {
+            "level_bits": list(self.level_bits),
+            "level_weights": list(self.level_weights),
+            "seeds": [level.seed for level in self.levels],
+            "noise_variance": first.noise_variance,
+            "n_users": first.n_users,
+            "epsilon": first.guarantee.epsilon,
+            "delta": first.guarantee.delta,
+            "neighbouring": first.guarantee.neighbouring.value,
+        }
+        tables = np.stack([level.table for level in self.levels])
+        return pack(_ENVELOPE, _KIND_TREE, header, tables, "<f8", key=check_key(key, "ReleasedPrefixTree.to_bytes"))
+
+    @classmethod
+    def from_bytes(cls, data: bytes, *, key: bytes | None = None) -> ReleasedPrefixTree:
+        """Rebuild from `to_bytes` output; corrupt, foreign or (with ``key``) unsigned bytes are refused."""
+        owner = "ReleasedPrefixTree.from_bytes"
+        header, tables = unpack(data, _ENVELOPE, _KIND_TREE, "a released prefix tree", "<f8", owner, key=check_key(key, owner))
+        bits = header_field(header, "level_bits", list, owner)
+        weights = header_field(header, "level_weights", list, owner)
+        seeds = header_field(header, "seeds", list, owner)
+        if tables.ndim != 3 or not len(bits) == len(weights) == len(seeds) == tables.shape[0]:
+            raise invalid("data", owner, "one table, weight, seed and prefix length per level", f"shape {tables.shape}")
+        guarantee = PrivacyGuarantee(
+            header_field(header, "epsilon", (int, float), owner),
+            header_field(header, "delta", (int, float), owner),
+            Neighbouring.parse(header_field(header, "neighbouring", str, owner), owner),
+        )
+        noise = header_field(header, "noise_variance", (int, float), owner)
+        n_users = header_field(header, "n_users", int, owner)
+        levels = tuple(
+            ReleasedCountSketch(table=table, seed=seed, noise_variance=noise, n_users=n_users, guarantee=guarantee)
+            for table, seed in zip(tables, seeds, strict=True)
+        )
+        return cls(levels=levels, level_weights=tuple(float(w) for w in weights), level_bits=tuple(int(b) for b in bits))
 
     def prefix_counts(self, level: int, prefixes: Any) -> np.ndarray:
         """Estimated counts of level-``level`` prefixes among all users (sketch estimate over the level weight)."""

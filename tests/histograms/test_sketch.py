@@ -8,7 +8,14 @@ from scipy import stats
 
 from privsum.accounting import Neighbouring
 from privsum.exceptions import IncompatibleSketchError, InvalidParameterError
-from privsum.histograms import BinsEvent, PoissonCounterEvent, PrefixHeavyHitters, ReleasedCountSketch, ShuffledCountSketch
+from privsum.histograms import (
+    BinsEvent,
+    PoissonCounterEvent,
+    PrefixHeavyHitters,
+    ReleasedCountSketch,
+    ReleasedPrefixTree,
+    ShuffledCountSketch,
+)
 from privsum.testing.stats import assert_mean
 
 ALPHA = 1e-6
@@ -108,6 +115,11 @@ def test_merge_and_bytes(sketch):
         first.merge(other.run(np.arange(2000), rng=3), disjoint_users=True)
     with pytest.raises(InvalidParameterError, match="disjoint_users"):
         first.merge(second, disjoint_users=False)
+    key = b"s" * 16
+    restored = ReleasedPrefixTree.from_bytes(merged.to_bytes(key=key), key=key)
+    assert restored.heavy_hitters(min_count=1500) == merged.heavy_hitters(min_count=1500)
+    with pytest.raises(InvalidParameterError, match="data"):
+        ReleasedPrefixTree.from_bytes(merged.to_bytes()[:-1])
     key = b"k" * 16
     restored = ReleasedCountSketch.from_bytes(merged.to_bytes(key=key), key=key)
     np.testing.assert_array_equal(restored.table, merged.table)
@@ -180,3 +192,8 @@ def test_tree_releases_merge(tree):
     np.testing.assert_array_equal(merged.levels[0].table, first.levels[0].table + second.levels[0].table)
     with pytest.raises(InvalidParameterError, match="disjoint_users"):
         first.merge(second, disjoint_users=False)
+    key = b"s" * 16
+    restored = ReleasedPrefixTree.from_bytes(merged.to_bytes(key=key), key=key)
+    assert restored.heavy_hitters(min_count=1500) == merged.heavy_hitters(min_count=1500)
+    with pytest.raises(InvalidParameterError, match="data"):
+        ReleasedPrefixTree.from_bytes(merged.to_bytes()[:-1])

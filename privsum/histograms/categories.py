@@ -52,7 +52,11 @@ class Categories:
         owner = "Categories"
         if isinstance(self.labels, (str, bytes)) or not hasattr(self.labels, "__iter__"):
             raise invalid("categories", owner, "a sequence of distinct hashable labels", self.labels)
-        labels = tuple(np.asarray(self.labels).tolist()) if isinstance(self.labels, np.ndarray) else tuple(self.labels)
+        if isinstance(self.labels, np.ndarray) and self.labels.ndim != 1:
+            raise invalid(
+                "categories", owner, "a 1-D sequence of distinct hashable labels", f"an array of shape {self.labels.shape}"
+            )
+        labels = tuple(self.labels.tolist()) if isinstance(self.labels, np.ndarray) else tuple(self.labels)
         if not 1 <= len(labels) <= MAX_CATEGORIES:
             raise invalid(
                 "categories",

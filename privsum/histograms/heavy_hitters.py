@@ -261,8 +261,9 @@ class ReleasedPrefixTree:
 
     def prefix_counts(self, level: int, prefixes: Any) -> np.ndarray:
         """Estimated counts of level-``level`` prefixes among all users (sketch estimate over the level weight)."""
-        level = check_integer(level, "level", type(self).__name__, low=0, high=len(self.levels) - 1)
-        ids = np.asarray(prefixes, dtype=np.uint64)
+        owner = f"{type(self).__name__}.prefix_counts"
+        level = check_integer(level, "level", owner, low=0, high=len(self.levels) - 1)
+        ids = check_integer_array(prefixes, "prefixes", owner, low=0).astype(np.uint64)
         return self.levels[level].estimate(ids) / self.level_weights[level]
 
     def heavy_hitters(self, min_count: float, expand_count: float | None = None) -> list[tuple[int, float]]:

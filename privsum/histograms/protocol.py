@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from privsum._random import RNGLike, as_generator
-from privsum._validation import check_choice, check_delta, check_epsilon, check_integer, check_real, invalid
+from privsum._validation import check_array, check_choice, check_delta, check_epsilon, check_integer, check_real, invalid
 from privsum.accounting.events import PrivacyEvent
 from privsum.accounting.guarantee import Neighbouring
 from privsum.bitsum import BitSumProtocol, ConfidenceInterval, RRBitSum, ThreeNBBitSum
@@ -244,9 +244,7 @@ class ShuffledHistogram(ShuffleProtocol):
         level = check_real(level, "level", owner, low=0.0, high=1.0, low_open=True, high_open=True)
         if not isinstance(simultaneous, (bool, np.bool_)):
             raise invalid("simultaneous", owner, "True or False", simultaneous)
-        values = np.asarray(estimate, dtype=float) if not isinstance(estimate, np.ndarray) else estimate
-        if values.shape != (self.n_categories,):
-            raise invalid("estimate", owner, f"an array of shape ({self.n_categories},)", f"shape {np.shape(estimate)}")
+        values = self._estimate_array(estimate, owner)
         per_bin = 1.0 - (1.0 - level) / self.n_categories if simultaneous else level
         interval = self.bin_protocol.confidence_interval(values, per_bin)
         return ConfidenceInterval(
@@ -255,10 +253,15 @@ class ShuffledHistogram(ShuffleProtocol):
 
     def as_dict(self, estimate: Any) -> dict:
         """``{category: estimate}`` in the order of the categories."""
-        values = np.asarray(estimate, dtype=float)
-        if values.shape != (self.n_categories,):
-            raise invalid("estimate", type(self).__name__, f"an array of shape ({self.n_categories},)", f"shape {values.shape}")
+        values = self._estimate_array(estimate, f"{type(self).__name__}.as_dict")
         return dict(zip(self.categories.labels, values.tolist(), strict=True))
+
+    def _estimate_array(self, estimate: Any, owner: str) -> np.ndarray:
+        """A released estimate as a float array of shape ``(n_categories,)``, or raise naming ``estimate``."""
+        values = check_array(estimate, "estimate", owner, ndim=1).astype(float)
+        if values.shape != (self.n_categories,):
+            raise invalid("estimate", owner, f"an array of shape ({self.n_categories},)", f"shape {values.shape}")
+        return values
 
     # ----------------------------------------------------------------- roles
     def _bits(self, values: Any) -> np.ndarray:

@@ -22,14 +22,14 @@ import functools
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy import stats
 
 from privsum._random import RNGLike, as_generator
 from privsum._serialisation import Envelope, check_key, header_field, pack, unpack
-from privsum._validation import check_delta, check_epsilon, check_integer, check_real, invalid
+from privsum._validation import check_array, check_choice, check_delta, check_epsilon, check_integer, check_real, invalid
 from privsum.accounting.events import PrivacyEvent
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
 from privsum.exceptions import IncompatibleSketchError, PrivacyLeakWarning
@@ -37,7 +37,8 @@ from privsum.histograms._hashing import item_ids, row_hashes
 from privsum.histograms.events import MAX_NOISE_MEAN, BinsEvent, PoissonCounterEvent, calibrated_noise_mean
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
-from privsum.shuffle.protocol import ShuffleProtocol
+from privsum.shuffle.protocol import EXECUTION_PATHS, ShuffleProtocol
+from privsum.shuffle.streaming import PartialView
 
 __all__ = ["MAX_SKETCH_CELLS", "ReleasedCountSketch", "ShuffledCountSketch", "count_sketch_table"]
 
@@ -58,6 +59,9 @@ def count_sketch_table(items: Any, *, seed: int, rows: int, width: int, owner: s
         (2,)
     """
     ids = item_ids(items, owner)
+    seed = check_integer(seed, "seed", owner, low=0)
+    rows = check_integer(rows, "rows", owner, low=1, high=_MAX_ROWS)
+    width = check_integer(width, "width", owner, low=1, high=MAX_SKETCH_CELLS // (2 * rows))
     table = np.zeros(rows * width, dtype=np.int64)
     for start in range(0, ids.size, _CHUNK_USERS):
         buckets, signs = row_hashes(ids[start : start + _CHUNK_USERS], seed, rows, width)
@@ -109,6 +113,8 @@ class ShuffledCountSketch(ShuffleProtocol):
     noise_mean: float
     delta: float
     seed: int = 0
+
+    streams_chunks: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
@@ -214,8 +220,13 @@ class ShuffledCountSketch(ShuffleProtocol):
     def randomize(self, x: Any, *, rng: RNGLike = None) -> MessageBatch:
         """Every user's messages (cell ids), user by user: its ``R`` item cells, then its noise cells."""
         generator = as_generator(rng, type(self).__name__)
-        cells = self._cells(item_ids(x, type(self).__name__))
-        self.check_participants(cells.shape[0])
+        ids = item_ids(x, type(self).__name__)
+        self.check_participants(ids.size)
+        return self._messages_of_ids(ids, generator)
+
+    def _messages_of_ids(self, ids: np.ndarray, generator: np.random.Generator) -> MessageBatch:
+        """`randomize` on validated identifiers, without the participant check."""
+        cells = self._cells(ids)
         noise_counts = generator.poisson(self.noise_mean * self.n_cells / self.n_users, cells.shape[0])
         noise_cells = generator.integers(0, self.n_cells, int(noise_counts.sum()))
         owners = np.concatenate(
@@ -242,6 +253,20 @@ class ShuffledCountSketch(ShuffleProtocol):
             counts += np.bincount(self._cells(ids[start : start + _CHUNK_USERS]).ravel(), minlength=self.n_cells)
         counts += generator.poisson(self.noise_mean * noise_senders / self.n_users, self.n_cells)
         return MessageHistogram(counts[:, np.newaxis], self.alphabet)
+
+    def partial_view(self, chunk: Any, *, rng: RNGLike = None, path: str = "fast") -> PartialView:
+        """One chunk of users' counts: their item cells and their share ``Pois(lambda m / n)`` of each cell's noise.
+
+        ``path="faithful"`` lists and counts the chunk's messages (`randomize`); the chunks' views
+        add up to one run's.
+        """
+        owner = type(self).__name__
+        path = check_choice(path, "path", owner, EXECUTION_PATHS)
+        generator = as_generator(rng, owner)
+        ids = item_ids(chunk, owner)
+        if path == "faithful":  # the participants are checked once, on the total (`complete_view`)
+            return PartialView(self.view(self._messages_of_ids(ids, generator)), ids.size)
+        return PartialView(self.view_of_ids(ids, ids.size, generator), ids.size)
 
     def check_participants(self, n_participants: int) -> None:
         if n_participants < self.n_users:
@@ -288,8 +313,8 @@ class ReleasedCountSketch:
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
-        table = np.asarray(self.table)
-        if table.ndim != 2 or table.size == 0 or not np.all(np.isfinite(table)):
+        table = check_array(self.table, "table", owner, ndim=2)
+        if table.size == 0:
             raise invalid("table", owner, "a non-empty finite 2-D array", f"shape {table.shape}")
         object.__setattr__(self, "table", table)
         object.__setattr__(self, "seed", check_integer(self.seed, "seed", owner, low=0))
@@ -308,7 +333,9 @@ class ReleasedCountSketch:
 
     def row_estimates(self, items: Any) -> np.ndarray:
         """Each row's unbiased estimate of each item's count, shape ``(rows, n_items)``."""
-        ids = item_ids(items, f"{type(self).__name__}.estimate")
+        return self._row_estimates_of(item_ids(items, f"{type(self).__name__}.estimate"))
+
+    def _row_estimates_of(self, ids: np.ndarray) -> np.ndarray:
         buckets, signs = row_hashes(ids, self.seed, self.rows, self.width)
         return signs * self.table[np.arange(self.rows)[:, np.newaxis], buckets]
 
@@ -351,8 +378,8 @@ class ReleasedCountSketch:
         """The candidates whose estimated count is at least ``min_count``, largest first, with their estimates."""
         owner = f"{type(self).__name__}.heavy_hitters"
         min_count = check_real(min_count, "min_count", owner)
-        listed = list(candidates) if not isinstance(candidates, np.ndarray) else candidates.tolist()
-        estimates = self.estimate(candidates)
+        estimates = np.median(self._row_estimates_of(item_ids(candidates, owner, "candidates")), axis=0)
+        listed = candidates.tolist() if isinstance(candidates, np.ndarray) else list(candidates)
         chosen = np.flatnonzero(estimates >= min_count)
         order = chosen[np.argsort(-estimates[chosen], kind="stable")]
         return [(listed[i], float(estimates[i])) for i in order]

@@ -43,8 +43,8 @@ from privsum.histograms import (
     ShuffledHistogram,
     count_sketch_table,
 )
+from privsum.means import ClippedMean, ShuffledMean
 from privsum.shuffle.noise import discrete_laplace_variance, sample_discrete_laplace
-from privsum.sums.mean import ClippedMean, ShuffledMean
 
 EPSILON, DELTA = 1.0, 1e-6
 

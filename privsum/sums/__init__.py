@@ -8,8 +8,6 @@
   split-and-mix shares (Agarwal, Kairouz & Liu, NeurIPS 2021; Balle, Bell, Gascón & Nissim, CCS 2020).
 * `CentralGaussianVectorSum`, `ExactVectorSum`: the central Gaussian mechanism with L2 sensitivity
   (Balle & Wang's exact calibration) and the exact sum, references for the shuffled vector sums.
-* `ShuffledMean`, `ShuffledMeanVariance`: means (and variances) of bounded values (`privsum.sums.mean`);
-  for values with only a loose bound, `privsum.clipping.ClippedMean`.
 
 The instance-optimal clipped sums of Dong, Luo, Fanti, Shi & Yi (CCS 2024) moved to
 `privsum.clipping`; their old paths here (``privsum.sums.ClippedSum``, ``privsum.sums.clipped``, ...)
@@ -32,7 +30,6 @@ from privsum.sums.blanket import (
 )
 from privsum.sums.central_vector import CentralGaussianVectorSum, ExactVectorSum
 from privsum.sums.correlated import CorrelatedNoiseSum, gkmps_parameters
-from privsum.sums.mean import MeanAndVariance, ShuffledMean, ShuffledMeanVariance
 from privsum.sums.multi_message import (
     MAX_MODULUS,
     MultiMessageSum,
@@ -54,10 +51,7 @@ __all__ = [
     "CentralGaussianVectorSum",
     "CorrelatedNoiseSum",
     "ExactVectorSum",
-    "MeanAndVariance",
     "MultiMessageSum",
-    "ShuffledMean",
-    "ShuffledMeanVariance",
     "ShuffledVectorSum",
     "SkellamVectorSum",
     "analytic_blanket_epsilon",

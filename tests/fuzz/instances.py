@@ -60,6 +60,7 @@ from privsum.lsq import (
     RandomSigns,
     SignedRandomProjection,
 )
+from privsum.means import ClippedMean, ShuffledMean, ShuffledMeanVariance
 from privsum.shuffle import MessageBatch, MessageHistogram, PartialView, UserChunks
 from privsum.sketches import RACE, RACEClassifier, RACELinearRegression
 from privsum.sums import (
@@ -71,7 +72,6 @@ from privsum.sums import (
     ShuffledVectorSum,
     SkellamVectorSum,
 )
-from privsum.sums.mean import ClippedMean, ShuffledMean, ShuffledMeanVariance
 
 N = 20
 GUARANTEE = PrivacyGuarantee(1.0, 1e-6)

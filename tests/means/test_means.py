@@ -5,7 +5,7 @@ import pytest
 from scipy import stats
 
 from privsum.exceptions import InvalidParameterError
-from privsum.sums.mean import ClippedMean, ShuffledMean, ShuffledMeanVariance
+from privsum.means import ClippedMean, ShuffledMean, ShuffledMeanVariance
 from privsum.testing.stats import assert_mean
 
 ALPHA = 1e-6

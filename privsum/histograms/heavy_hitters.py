@@ -274,6 +274,10 @@ class ReleasedPrefixTree:
             expand_count: the threshold for descending into a prefix (default ``min_count / 2``,
                 so that a heavy item is not lost to an underestimate of its prefix). At most
                 16,384 prefixes (the largest estimates) are kept per level.
+
+        As for `~privsum.histograms.ReleasedCountSketch.heavy_hitters`, items whose count is within
+        the estimate's error of ``min_count`` may fall on either side; the last level's estimate
+        also carries the sampling error of the level draw (variance about ``count / weight``).
         """
         owner = f"{type(self).__name__}.heavy_hitters"
         min_count = check_real(min_count, "min_count", owner)

@@ -375,7 +375,12 @@ class ReleasedCountSketch:
         return math.sqrt(variance / low) if low > 0 else math.inf
 
     def heavy_hitters(self, candidates: Any, min_count: float) -> list[tuple[Any, float]]:
-        """The candidates whose estimated count is at least ``min_count``, largest first, with their estimates."""
+        """The candidates whose estimated count is at least ``min_count``, largest first, with their estimates.
+
+        Items whose true count is within the estimate's error of ``min_count`` may fall on either
+        side: to find every item of count at least ``T`` with probability about ``1 - beta`` each,
+        pass ``min_count = T - error_bound(beta)`` (at the price of reporting some items just below ``T``).
+        """
         owner = f"{type(self).__name__}.heavy_hitters"
         min_count = check_real(min_count, "min_count", owner)
         estimates = np.median(self._row_estimates_of(item_ids(candidates, owner, "candidates")), axis=0)

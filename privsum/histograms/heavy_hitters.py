@@ -37,6 +37,8 @@ __all__ = ["MAX_DOMAIN_BITS", "PrefixHeavyHitters", "ReleasedPrefixTree"]
 MAX_DOMAIN_BITS = 62
 _ENVELOPE = Envelope(magic=b"PSPTRE", version=1, name="privsum released prefix tree")
 _KIND_TREE = 1
+# Most children queried at one level (bounds the analyzer's work with 16-bit levels too).
+_MAX_CHILDREN = 1 << 22
 # Most prefixes kept at one level while descending (bounds the analyzer's work).
 _MAX_KEPT = 1 << 14
 
@@ -273,7 +275,8 @@ class ReleasedPrefixTree:
             min_count: the reporting threshold at the last level.
             expand_count: the threshold for descending into a prefix (default ``min_count / 2``,
                 so that a heavy item is not lost to an underestimate of its prefix). At most
-                16,384 prefixes (the largest estimates) are kept per level.
+                16,384 prefixes (the largest estimates) are kept per level, and at most 2^22
+                children queried.
 
         As for `~privsum.histograms.ReleasedCountSketch.heavy_hitters`, items whose count is within
         the estimate's error of ``min_count`` may fall on either side; the last level's estimate
@@ -286,6 +289,7 @@ class ReleasedPrefixTree:
         kept = np.zeros(1, dtype=np.uint64)
         for level in range(len(self.levels)):
             added = self.level_bits[level] - previous_bits
+            kept = kept[: max(1, _MAX_CHILDREN >> added)]  # the largest first: bounded work per level
             children = (kept[:, np.newaxis] << np.uint64(added)) + np.arange(2**added, dtype=np.uint64)[np.newaxis, :]
             children = children.ravel()
             counts = self.prefix_counts(level, children)

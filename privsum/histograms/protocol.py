@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -22,7 +23,7 @@ from privsum.accounting.budget import largest_feasible
 from privsum.accounting.events import PrivacyEvent
 from privsum.accounting.guarantee import Neighbouring
 from privsum.bitsum import BitSumProtocol, ConfidenceInterval, RRBitSum, ThreeNBBitSum
-from privsum.exceptions import InvalidParameterError
+from privsum.exceptions import InvalidParameterError, PrivacyLeakWarning
 from privsum.histograms.categories import Categories
 from privsum.histograms.events import HISTOGRAM_RELATIONS, BinsEvent
 from privsum.histograms.poisson_bins import PoissonNoiseBitSum
@@ -264,12 +265,20 @@ class ShuffledHistogram(ShuffleProtocol):
         return values
 
     # ----------------------------------------------------------------- roles
-    def _bits(self, values: Any) -> np.ndarray:
-        return self.categories.one_hot(self.categories.index(values, type(self).__name__))
-
     def randomize(self, x: Any, *, rng: RNGLike = None) -> MessageBatch:
-        """Every user's messages for every bin (instance ``j`` is category ``j``)."""
-        return self.bin_protocol.randomize(self._bits(x), rng=as_generator(rng, type(self).__name__))
+        """Every user's messages for every bin (instance ``j`` is category ``j``), users one-hot encoded in chunks."""
+        owner = type(self).__name__
+        bins = self.categories.index(x, owner)
+        generator = as_generator(rng, owner)
+        self.check_participants(bins.size)
+        rows = max(1, _CHUNK_ENTRIES // self.n_categories)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)  # checked once above, on all users
+            batches = [
+                self.bin_protocol.randomize(self.categories.one_hot(bins[start : start + rows]), rng=generator)
+                for start in range(0, bins.size, rows)
+            ]
+        return MessageBatch.concatenate(batches)
 
     def sample_view(self, x: Any, *, rng: RNGLike = None) -> MessageHistogram:
         """The per-bin views of all users, sampled by the bin protocol's exact fast path in chunks of users."""

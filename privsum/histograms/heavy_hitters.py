@@ -205,6 +205,31 @@ class ReleasedPrefixTree:
     level_weights: tuple[float, ...]
     level_bits: tuple[int, ...]
 
+    def __post_init__(self) -> None:
+        owner = type(self).__name__
+        levels = tuple(self.levels) if isinstance(self.levels, (list, tuple)) else ()
+        if not levels or not all(isinstance(level, ReleasedCountSketch) for level in levels):
+            raise invalid("levels", owner, "a non-empty sequence of ReleasedCountSketch", self.levels)
+        bits = check_integer_array(self.level_bits, "level_bits", owner, low=1)
+        if (
+            bits.size != len(levels)
+            or bits.max() > MAX_DOMAIN_BITS
+            or np.any(np.diff(bits) <= 0)
+            or np.diff(bits, prepend=0).max() > 16
+        ):
+            raise invalid(
+                "level_bits",
+                owner,
+                f"{len(levels)} increasing prefix lengths up to {MAX_DOMAIN_BITS}, steps of at most 16",
+                self.level_bits,
+            )
+        weights = check_array(self.level_weights, "level_weights", owner, ndim=1, low=0.0, high=1.0).astype(float)
+        if weights.size != len(levels) or weights.min() <= 0.0 or not math.isclose(weights.sum(), 1.0):
+            raise invalid("level_weights", owner, f"{len(levels)} positive weights summing to 1", self.level_weights)
+        object.__setattr__(self, "levels", levels)
+        object.__setattr__(self, "level_bits", tuple(int(b) for b in bits))
+        object.__setattr__(self, "level_weights", tuple(float(w) for w in weights))
+
     def merge(self, other: ReleasedPrefixTree, *, disjoint_users: bool) -> ReleasedPrefixTree:
         """The release of two disjoint sets of users: every level's sketches merged (post-processing).
 
@@ -248,6 +273,11 @@ class ReleasedPrefixTree:
         seeds = header_field(header, "seeds", list, owner)
         if tables.ndim != 3 or not len(bits) == len(weights) == len(seeds) == tables.shape[0]:
             raise invalid("data", owner, "one table, weight, seed and prefix length per level", f"shape {tables.shape}")
+        numbers = (int, float)
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in [*bits, *seeds]) or not all(
+            isinstance(w, numbers) and not isinstance(w, bool) for w in weights
+        ):
+            raise invalid("data", owner, "integer prefix lengths and seeds, real weights", header)
         guarantee = PrivacyGuarantee(
             header_field(header, "epsilon", (int, float), owner),
             header_field(header, "delta", (int, float), owner),
@@ -259,7 +289,7 @@ class ReleasedPrefixTree:
             ReleasedCountSketch(table=table, seed=seed, noise_variance=noise, n_users=n_users, guarantee=guarantee)
             for table, seed in zip(tables, seeds, strict=True)
         )
-        return cls(levels=levels, level_weights=tuple(float(w) for w in weights), level_bits=tuple(int(b) for b in bits))
+        return cls(levels=levels, level_weights=tuple(weights), level_bits=tuple(bits))
 
     def prefix_counts(self, level: int, prefixes: Any) -> np.ndarray:
         """Estimated counts of level-``level`` prefixes among all users (sketch estimate over the level weight)."""

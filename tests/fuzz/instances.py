@@ -47,6 +47,7 @@ from privsum.histograms import (
     PoissonNoiseBitSum,
     PrefixHeavyHitters,
     ReleasedCountSketch,
+    ReleasedPrefixTree,
     ShuffledCountSketch,
     ShuffledHistogram,
 )
@@ -211,6 +212,14 @@ CONSTRUCTORS: dict[str, tuple[type, dict[str, Any]]] = {
         ReleasedCountSketch,
         {"table": np.zeros((2, 4)), "seed": 0, "noise_variance": 1.0, "n_users": N, "guarantee": GUARANTEE},
     ),
+    "ReleasedPrefixTree": (
+        ReleasedPrefixTree,
+        {
+            "levels": (ReleasedCountSketch(table=np.zeros((2, 4)), seed=0, noise_variance=1.0, n_users=N, guarantee=GUARANTEE),),
+            "level_weights": (1.0,),
+            "level_bits": (4,),
+        },
+    ),
     "PrefixHeavyHitters": (
         PrefixHeavyHitters,
         {
@@ -296,6 +305,6 @@ def valid_instances() -> dict[str, Any]:
         points, points[:, 0]
     )
     instances["ReleasedCountSketch.released"] = instances["ShuffledCountSketch"].run(np.arange(N), rng=0)
-    instances["ReleasedPrefixTree"] = instances["PrefixHeavyHitters"].run(np.arange(N), rng=0)
+    instances["ReleasedPrefixTree.released"] = instances["PrefixHeavyHitters"].run(np.arange(N), rng=0)
     instances["PrivacyAccountant.used"] = PrivacyAccountant().compose(GuaranteeEvent(GUARANTEE), count=2)
     return instances

@@ -29,6 +29,7 @@ __all__ = [
     "BinsEvent",
     "PoissonCounterEvent",
     "calibrated_noise_mean",
+    "poisson_upper_quantile",
 ]
 
 #: Neighbouring relations a shuffled histogram is accounted under, and how many bins one change touches.
@@ -201,3 +202,20 @@ def calibrated_noise_mean(epsilon: float, delta: float, cells_per_change: int, o
     if not achieved <= epsilon:
         raise invalid("epsilon", owner, f"met by the calibrated noise (got {achieved:.6g})", epsilon)
     return noise_mean
+
+
+def poisson_upper_quantile(mean: float, tail_probability: float) -> int:
+    """The smallest integer ``c`` with ``P(Pois(mean) > c) <= tail_probability`` (by the log survival function).
+
+    Examples:
+        >>> poisson_upper_quantile(0.3, 1e-6)
+        5
+    """
+    log_tail = math.log(tail_probability)
+    low, high = -1, max(1, math.ceil(mean))
+    while stats.poisson.logsf(high, mean) > log_tail:  # doubling: the tail decays faster than geometrically
+        low, high = high, 2 * high + 1
+    while high - low > 1:  # invariant: sf(low) > tail >= sf(high)
+        middle = (low + high) // 2
+        low, high = (low, middle) if stats.poisson.logsf(middle, mean) <= log_tail else (middle, high)
+    return high

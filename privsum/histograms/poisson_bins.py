@@ -13,7 +13,7 @@ from privsum._random import RNGLike, as_generator
 from privsum._validation import check_delta, check_epsilon, check_integer, check_real
 from privsum.accounting.events import PrivacyEvent
 from privsum.bitsum.base import EXACT, BitSumProtocol, instance_ids
-from privsum.histograms.events import MAX_NOISE_MEAN, PoissonCounterEvent, calibrated_noise_mean
+from privsum.histograms.events import MAX_NOISE_MEAN, PoissonCounterEvent, calibrated_noise_mean, poisson_upper_quantile
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
 
@@ -90,6 +90,15 @@ class PoissonNoiseBitSum(BitSumProtocol):
     @property
     def expected_messages_per_user(self) -> float:
         return self.expected_messages(1.0)
+
+    def _message_cap(self, tail_probability: float) -> int:
+        """A user's bit plus the ``Pois(lambda / n)`` noise count it exceeds with probability at most ``tail_probability``."""
+        return 1 + poisson_upper_quantile(self.noise_mean / self.n_users, tail_probability)
+
+    @property
+    def largest_message_effect(self) -> float:
+        """One message adds 1 to its instance's count, so 1 to the estimate."""
+        return 1.0
 
     @functools.cached_property
     def event(self) -> PrivacyEvent:

@@ -223,6 +223,15 @@ class ShuffledHistogram(ShuffleProtocol):
             return self.n_categories * self.bin_protocol.expected_messages_per_user
         return per_bin(1.0) + (self.n_categories - 1) * per_bin(0.0)
 
+    def _message_cap(self, tail_probability: float) -> int:
+        """Per bin, the bin protocol's cap (a user sends to each bin what that bin's protocol sends)."""
+        return self.bin_protocol.per_sender_message_cap(tail_probability)
+
+    @property
+    def largest_message_effect(self) -> float:
+        """One message's largest effect on one bin's estimate: the bin protocol's."""
+        return self.bin_protocol.largest_message_effect
+
     def bits_per_message(self, n_instances: int | None = None) -> int:
         """Bits of one message: the bin tag (``ceil(log2 k)``) plus the value."""
         return self.bin_protocol.bits_per_message(self.n_categories if n_instances is None else n_instances)

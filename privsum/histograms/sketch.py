@@ -34,7 +34,13 @@ from privsum.accounting.events import PrivacyEvent
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
 from privsum.exceptions import IncompatibleSketchError, PrivacyLeakWarning
 from privsum.histograms._hashing import item_ids, row_hashes
-from privsum.histograms.events import MAX_NOISE_MEAN, BinsEvent, PoissonCounterEvent, calibrated_noise_mean
+from privsum.histograms.events import (
+    MAX_NOISE_MEAN,
+    BinsEvent,
+    PoissonCounterEvent,
+    calibrated_noise_mean,
+    poisson_upper_quantile,
+)
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
 from privsum.shuffle.protocol import EXECUTION_PATHS, ShuffleProtocol
@@ -201,6 +207,19 @@ class ShuffledCountSketch(ShuffleProtocol):
     def expected_messages_per_user(self) -> float:
         """``R`` item messages plus ``lambda C / n`` noise messages."""
         return self.rows + self.noise_mean * self.n_cells / self.n_users
+
+    def _message_cap(self, tail_probability: float) -> int:
+        """Per cell: at most one item message (each row is its own cells) plus the user's noise messages there.
+
+        A user's ``Pois(lambda C / n)`` noise messages land on uniform cells, so one cell receives
+        ``Pois(lambda / n)`` of them (Poisson splitting).
+        """
+        return 1 + poisson_upper_quantile(self.noise_mean / self.n_users, tail_probability)
+
+    @property
+    def largest_message_effect(self) -> float:
+        """One message changes one cell's count, hence one table entry and any point query, by 1."""
+        return 1.0
 
     def bits_per_message(self, n_instances: int | None = None) -> int:
         """A message names one of the ``C`` cells: ``ceil(log2 C)`` bits."""

@@ -51,3 +51,14 @@ def test_many_categories_under_a_budget_pick_poisson_bins():
     )
     assert histogram.chosen == "poisson"
     assert histogram.expected_messages_per_user <= 10 and histogram.guarantee.epsilon <= 1.0
+
+
+@pytest.mark.parametrize("mean", [0.003, 0.3, 4.0, 250.0])
+@pytest.mark.parametrize("tail", [1e-3, 1e-9, 1e-40])
+def test_message_cap_is_the_poisson_tail_quantile(mean, tail):
+    from privsum.histograms.events import poisson_upper_quantile
+
+    cap = poisson_upper_quantile(mean, tail)
+    assert stats.poisson.logsf(cap, mean) <= np.log(tail) < stats.poisson.logsf(cap - 1, mean)
+    protocol = PoissonNoiseBitSum(n_users=10, noise_mean=10 * mean, delta=1e-6)
+    assert protocol.per_sender_message_cap(tail) == 1 + cap

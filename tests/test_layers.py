@@ -1,4 +1,8 @@
-"""Layering: no module of privsum imports a package of its own layer or above (clipping sits on top of sums)."""
+"""Layering: no module of privsum imports a package of its own layer or above.
+
+Clipping sits on top of sums; histograms on top of the bit sums (one per category); means on top of
+the sums and the clipped sums.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +17,11 @@ RANKS = {
     "parties": 7,
     "apps": 6,
     "kde": 5,
+    "means": 5,
     "clipping": 4,
+    "histograms": 4,
     "bitsum": 3,
     "sums": 3,
-    "histograms": 3,
     "sketches": 3,
     "shuffle": 2,
     "wire": 2,

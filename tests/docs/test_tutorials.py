@@ -18,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
-TUTORIALS = ("bitsums", "sums", "clipped", "sketches", "kde", "classifier", "accountant")
+TUTORIALS = ("bitsums", "sums", "clipped", "histograms", "sketches", "kde", "classifier", "accountant")
 EXECUTED_PAGES = [DOCS / "tutorials" / f"{name}.md" for name in TUTORIALS]
 EXECUTED_PAGES += [DOCS / "extending.md", DOCS / "getting-started.md", DOCS / "data.md", DOCS / "conventions.md"]
 EXECUTED_PAGES += [DOCS / "threat-model.md"]

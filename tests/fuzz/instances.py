@@ -39,6 +39,18 @@ from privsum.clipping import (
     PrivateCentralClippedSum,
     SparseVectorAggregation,
 )
+from privsum.histograms import (
+    BinsEvent,
+    Categories,
+    CentralHistogram,
+    PoissonCounterEvent,
+    PoissonNoiseBitSum,
+    PrefixHeavyHitters,
+    ReleasedCountSketch,
+    ReleasedPrefixTree,
+    ShuffledCountSketch,
+    ShuffledHistogram,
+)
 from privsum.kde import JointClassKDE, KDEFunction, ShuffledKDE, VectorSumKDE
 from privsum.lsq import (
     L2LSH,
@@ -49,6 +61,7 @@ from privsum.lsq import (
     RandomSigns,
     SignedRandomProjection,
 )
+from privsum.means import ClippedMean, ShuffledMean, ShuffledMeanVariance
 from privsum.shuffle import MessageBatch, MessageHistogram, PartialView, UserChunks
 from privsum.sketches import RACE, RACEClassifier, RACELinearRegression
 from privsum.sums import (
@@ -182,6 +195,39 @@ CONSTRUCTORS: dict[str, tuple[type, dict[str, Any]]] = {
         ShuffledKDEClassifier,
         {"classes": [0, 1], "n_repetitions": 4, "protocol": "rr", "random_state": 0},
     ),
+    "Categories": (Categories, {"labels": ["a", "b", 3]}),
+    "CentralHistogram": (CentralHistogram, {"epsilon": 1.0, "delta": 1e-6, "categories": [1, 2]}),
+    "BinsEvent": (
+        BinsEvent,
+        {
+            "bin_event": GuaranteeEvent(PrivacyGuarantee(0.5, 1e-7)),
+            "bins_per_change": 2,
+            "relation": "replace-one",
+            "delta": 1e-6,
+        },
+    ),
+    "PoissonCounterEvent": (PoissonCounterEvent, {"noise_mean": 30.0, "delta": 1e-6}),
+    "ShuffledCountSketch": (ShuffledCountSketch, {"n_users": N, "rows": 2, "width": 8, "noise_mean": 30.0, "delta": 1e-6}),
+    "ReleasedCountSketch": (
+        ReleasedCountSketch,
+        {"table": np.zeros((2, 4)), "seed": 0, "noise_variance": 1.0, "n_users": N, "guarantee": GUARANTEE},
+    ),
+    "ReleasedPrefixTree": (
+        ReleasedPrefixTree,
+        {
+            "levels": (ReleasedCountSketch(table=np.zeros((2, 4)), seed=0, noise_variance=1.0, n_users=N, guarantee=GUARANTEE),),
+            "level_weights": (1.0,),
+            "level_bits": (4,),
+        },
+    ),
+    "PrefixHeavyHitters": (
+        PrefixHeavyHitters,
+        {
+            "domain_size": 1000,
+            "bits_per_level": 4,
+            "level_sketch": ShuffledCountSketch(n_users=N, rows=2, width=8, noise_mean=30.0, delta=1e-6),
+        },
+    ),
 }
 
 #: ``name: (class, valid from_privacy arguments)``.
@@ -224,6 +270,22 @@ FROM_PRIVACY_ARGUMENTS: dict[str, tuple[type, dict[str, Any]]] = {
         JointClassKDE,
         {"family": RFF, "n_classes": 2, "protocol": CentralGaussianVectorSum, "epsilon": 1.0, "delta": 1e-6, "n_users": N},
     ),
+    "ShuffledHistogram": (
+        ShuffledHistogram,
+        {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "categories": ["a", "b", 3], "protocol": "3nb"},
+    ),
+    "PoissonNoiseBitSum": (PoissonNoiseBitSum, {"epsilon": 1.0, "delta": 1e-6, "n_users": N}),
+    "ShuffledCountSketch": (
+        ShuffledCountSketch,
+        {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "rows": 2, "width": 4, "max_messages_per_user": 1e4},
+    ),
+    "PrefixHeavyHitters": (
+        PrefixHeavyHitters,
+        {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "domain_size": 1000, "max_messages_per_user": 1e5},
+    ),
+    "ShuffledMean": (ShuffledMean, {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "low": 0.0, "high": 1.0}),
+    "ShuffledMeanVariance": (ShuffledMeanVariance, {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "low": 0.0, "high": 1.0}),
+    "ClippedMean": (ClippedMean, {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "low": 0.0, "upper": 100.0}),
 }
 
 
@@ -242,5 +304,7 @@ def valid_instances() -> dict[str, Any]:
     instances["RACELinearRegression.fitted"] = RACELinearRegression(**CONSTRUCTORS["RACELinearRegression"][1]).fit(
         points, points[:, 0]
     )
+    instances["ReleasedCountSketch.released"] = instances["ShuffledCountSketch"].run(np.arange(N), rng=0)
+    instances["ReleasedPrefixTree.released"] = instances["PrefixHeavyHitters"].run(np.arange(N), rng=0)
     instances["PrivacyAccountant.used"] = PrivacyAccountant().compose(GuaranteeEvent(GUARANTEE), count=2)
     return instances

@@ -59,6 +59,7 @@ USER_INPUTS: dict[str, np.ndarray] = {
             "RRBitSum.from_privacy",
             "ThreeNBBitSum.from_privacy",
             "PureBitSum.from_privacy",
+            "PoissonNoiseBitSum",
         )
     },
     "BlanketRealSum": _UNIT,
@@ -243,5 +244,6 @@ def test_the_oracle_covers_every_protocol_with_users_inputs():
     assert not missing, f"protocols without a valid input in the dtype grid: {sorted(missing)}"
 
 
-#: Protocols whose users' inputs are not one array of numbers (KDE: points and a family).
-_NOT_GRIDDED = {"ShuffledKDE"}
+#: Protocols whose users' inputs are not one array of numbers (KDE: points and a family; the count
+#: sketch: item identifiers, integers or strings, so object arrays are valid and floats are not items).
+_NOT_GRIDDED = {"ShuffledKDE", "ShuffledCountSketch"}

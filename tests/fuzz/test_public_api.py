@@ -142,6 +142,8 @@ RESULT_RECORDS = {
     "ClippedSumResult",
     "LabelledEmbeddings",
     "Vocabulary",
+    "HistogramCandidate",
+    "MeanAndVariance",
 }
 
 

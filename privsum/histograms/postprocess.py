@@ -75,6 +75,8 @@ def top_k(counts: Any, k: int, labels: Any = None) -> list:
     order = np.argsort(-values, kind="stable")[:k]
     if labels is None:
         return order.tolist()
+    if isinstance(labels, (str, bytes)) or not hasattr(labels, "__len__"):
+        raise invalid("labels", owner, "None or a sequence of labels, one per bin", type(labels).__name__)
     labels = list(labels)
     if len(labels) != values.size:
         raise invalid("labels", owner, f"{values.size} labels, one per bin", f"{len(labels)} labels")

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from privsum._random import RNGLike, as_generator
-from privsum._validation import invalid
+from privsum._validation import as_array, invalid
 from privsum.parties.deployment import Deployment
 from privsum.wire.packing import pack_fields, packed_size
 
@@ -48,11 +48,11 @@ class Client:
 
     def encode(self, user_input: Any) -> bytes:
         """One user's upload: ``user_input`` is that user's row of the protocol's input (e.g. its bits)."""
-        return self.encode_many(np.asarray(user_input)[None, ...])[0]
+        return self.encode_many(as_array(user_input, "user_input", "Client.encode")[None, ...])[0]
 
     def encode_many(self, inputs: Any) -> list[bytes]:
         """One upload per row of ``inputs`` (the first axis is over users), each user randomized independently."""
-        inputs = np.asarray(inputs)
+        inputs = as_array(inputs, "inputs", "Client.encode_many")
         if inputs.ndim == 0 or inputs.shape[0] == 0:
             raise invalid("inputs", "Client.encode_many", "an array with at least one user (first axis)", inputs.shape)
         uploads: list[bytes | None] = [None] * inputs.shape[0]

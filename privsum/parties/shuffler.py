@@ -76,6 +76,10 @@ class Shuffler:
                 the per-sender cap (overall or in one instance).
             InvalidParameterError: the sender already submitted (in this batch or an earlier one).
         """
+        try:
+            hash(sender)
+        except TypeError:
+            raise invalid("sender", "Shuffler.submit", "a hashable identity", type(sender).__name__) from None
         if sender in self._senders or sender in self._released:
             raise invalid("sender", "Shuffler.submit", "a sender without an upload in this collection", sender)
         spec, cap = self.deployment.spec, self.deployment.cap

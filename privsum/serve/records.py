@@ -9,7 +9,9 @@ authenticated connection instead (see ``docs/deployment.md``).
 from __future__ import annotations
 
 import struct
+from typing import Any
 
+from privsum._validation import check_integer, invalid
 from privsum.wire.format import WireFormatError
 
 __all__ = ["RECORD_HEADER_BYTES", "pack_records", "unpack_records"]
@@ -26,15 +28,36 @@ def pack_records(records: list[tuple[str, bytes]]) -> bytes:
         >>> unpack_records(pack_records([("a", b"xy")]), max_upload_bytes=10)
         [('a', b'xy')]
     """
+    if not isinstance(records, (list, tuple)):
+        raise invalid("records", "pack_records", "a list of (sender, upload) pairs", type(records).__name__)
     parts = []
-    for sender, upload in records:
+    for record in records:
+        sender, upload = _check_record(record)
         name = sender.encode("utf-8")
         parts += [struct.pack(">H", len(name)), name, struct.pack(">I", len(upload)), upload]
     return b"".join(parts)
 
 
+def _check_record(record: Any) -> tuple[str, bytes]:
+    """A ``(sender, upload)`` pair that `unpack_records` reads back: a sender of 1 to 256 UTF-8 bytes, an upload below 4 GiB."""
+    constraint = f"(sender, upload) pairs: a str of 1 to {_MAX_SENDER_BYTES} UTF-8 bytes and bytes below 2^32"
+    if not (isinstance(record, tuple) and len(record) == 2 and isinstance(record[0], str) and isinstance(record[1], bytes)):
+        raise invalid("records", "pack_records", constraint, record)
+    sender, upload = record
+    try:
+        size = len(sender.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise invalid("records", "pack_records", constraint, sender) from None
+    if not (1 <= size <= _MAX_SENDER_BYTES and len(upload) < 2**32):
+        raise invalid("records", "pack_records", constraint, f"a sender of {size} bytes, an upload of {len(upload)} bytes")
+    return sender, upload
+
+
 def unpack_records(body: bytes, *, max_upload_bytes: int) -> list[tuple[str, bytes]]:
     """The ``(sender, upload)`` pairs of a body; a malformed framing raises `WireFormatError` (lengths checked first)."""
+    if not isinstance(body, (bytes, bytearray)):
+        raise invalid("body", "unpack_records", "bytes", type(body).__name__)
+    max_upload_bytes = check_integer(max_upload_bytes, "max_upload_bytes", "unpack_records", high=2**32 - 1)
     records, position, size = [], 0, len(body)
     view = memoryview(body)
     while position < size:

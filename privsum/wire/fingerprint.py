@@ -76,6 +76,8 @@ def _encode(value: Any, where: str) -> str:
             raise invalid(where, "canonical_encoding", "a mapping with string keys", keys)
         items = sorted(keys, key=lambda key: key.encode("ascii", "replace"))
         return "{" + ",".join(f"{_encode(key, where)}:{_encode(value[key], f'{where}.{key}')}" for key in items) + "}"
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return _encode(value.item(), where)
     if isinstance(value, (Sequence, np.ndarray)):
         return "[" + ",".join(_encode(item, f"{where}[]") for item in value) + "]"
     raise invalid(where, "canonical_encoding", "None, a bool, number, string, sequence or mapping", type(value).__name__)

@@ -192,6 +192,9 @@ class WireSpec:
     # ------------------------------------------------------------------ decode
     def _check_prefix(self, data: bytes | memoryview, kind: int, owner: str) -> int:
         """Validate magic, version, kind, name and fingerprint; return the offset after them."""
+        if not (isinstance(data, (bytes, bytearray))
+                or (isinstance(data, memoryview) and data.ndim == 1 and data.itemsize == 1 and data.c_contiguous)):
+            raise _refuse("data", owner, "bytes (a bytes, bytearray or byte memoryview)", type(data).__name__)
         size = len(data)
         if size < _PREFIX:
             raise _refuse("data", owner, f"at least {_PREFIX} bytes (a header)", f"{size} bytes (truncated)")

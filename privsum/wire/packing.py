@@ -12,6 +12,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from privsum._validation import as_array, check_integer, invalid
+
 __all__ = ["MAX_FIELD_BITS", "count_fields", "pack_fields", "packed_size", "unpack_fields"]
 
 #: The widest field supported: 56 bits (a field spans at most 8 bytes, so one uint64 holds it).
@@ -20,7 +22,23 @@ MAX_FIELD_BITS = 56
 
 def packed_size(n_fields: int, width: int) -> int:
     """Bytes of ``n_fields`` fields of ``width`` bits: ``ceil(n_fields * width / 8)``."""
-    return (n_fields * width + 7) // 8
+    n_fields = check_integer(n_fields, "n_fields", "packed_size")
+    return (n_fields * _check_width(width, "packed_size") + 7) // 8
+
+
+def _check_width(width: int, owner: str) -> int:
+    return check_integer(width, "width", owner, low=1, high=MAX_FIELD_BITS)
+
+
+def _check_fields(fields: np.ndarray, width: int) -> np.ndarray:
+    """A 1-D array of integer dtype (never cast) with every field in ``[0, 2^width)``, or raise."""
+    owner = "pack_fields"
+    fields = as_array(fields, "fields", owner)
+    if not (fields.ndim == 1 and (fields.size == 0 or (fields.dtype.kind in "iu"))):
+        raise invalid("fields", owner, "a 1-D array of integer dtype", f"shape {fields.shape}, dtype {fields.dtype}")
+    if fields.size and not (int(fields.min()) >= 0 and int(fields.max()) < 1 << width):
+        raise invalid("fields", owner, f"integers in [0, 2^{width})", f"range [{int(fields.min())}, {int(fields.max())}]")
+    return fields
 
 
 def _field_dtype(width: int) -> type:
@@ -36,6 +54,8 @@ def pack_fields(fields: np.ndarray, width: int) -> bytes:
         >>> pack_fields(np.array([5, 2]), 3).hex()
         'a8'
     """
+    width = _check_width(width, "pack_fields")
+    fields = _check_fields(fields, width)
     count = int(fields.size)
     if count == 0:
         return b""
@@ -89,7 +109,13 @@ def unpack_fields(payload: bytes | memoryview | np.ndarray, count: int, width: i
         >>> unpack_fields(bytes.fromhex('a8'), 2, 3).tolist()
         [5, 2]
     """
-    data = _as_bytes(payload)
+    owner = "unpack_fields"
+    width = _check_width(width, owner)
+    count = check_integer(count, "count", owner)
+    data = _as_bytes(payload, owner)
+    if not data.size == packed_size(count, width):
+        raise invalid("payload", owner, f"exactly {packed_size(count, width)} bytes for {count} fields of {width} bits",
+                      f"{data.size} bytes")
     dtype = _field_dtype(width)
     if count == 0:
         return np.zeros(0, dtype=dtype)
@@ -124,8 +150,12 @@ def count_fields(payload: bytes | memoryview | np.ndarray, count: int, width: in
     return counts
 
 
-def _as_bytes(payload: bytes | memoryview | np.ndarray) -> np.ndarray:
-    return payload if isinstance(payload, np.ndarray) else np.frombuffer(payload, dtype=np.uint8)
+def _as_bytes(payload: bytes | memoryview | np.ndarray, owner: str = "count_fields") -> np.ndarray:
+    if isinstance(payload, np.ndarray) and payload.dtype == np.uint8 and payload.ndim == 1:
+        return payload
+    if not isinstance(payload, (bytes, bytearray, memoryview)):
+        raise invalid("payload", owner, "bytes, a memoryview or a 1-D uint8 array", type(payload).__name__)
+    return np.frombuffer(payload, dtype=np.uint8)
 
 
 def _field_columns(data: np.ndarray, count: int, width: int) -> Iterator[np.ndarray]:

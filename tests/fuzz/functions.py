@@ -20,6 +20,7 @@ from privsum.accounting import Neighbouring, PrivacyGuarantee
 from privsum.apps import ShuffledKDEClassifier
 from privsum.bitsum import RRBitSum
 from privsum.lsq import L2LSH, RandomFourierFeatures
+from privsum.serve import pack_records
 from privsum.shuffle import MessageBatch
 from privsum.sketches import RACE
 
@@ -187,6 +188,15 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
     "testing.audit_samples": {"first": _SAMPLES, "second": _SAMPLES[::-1]},
     "testing.clopper_pearson": {"successes": 50, "trials": 100, "alpha": 0.05},
     "testing.two_sided_z": {"alpha": 1e-6},
+    "parties.protocol_classes": {},
+    "parties.register_protocol": {"cls": RRBitSum},
+    "serve.pack_records": {"records": [("alice", b"xy"), ("bob", b"")]},
+    "serve.unpack_records": {"body": pack_records([("alice", b"xy")]), "max_upload_bytes": 10},
+    "wire.canonical_encoding": {"value": {"b": [1, True, None], "a": 0.5}},
+    "wire.fingerprint": {"value": {"protocol": "RRBitSum"}},
+    "wire.pack_fields": {"fields": np.array([5, 2, 7]), "width": 3},
+    "wire.packed_size": {"n_fields": 3, "width": 3},
+    "wire.unpack_fields": {"payload": bytes.fromhex("ab80"), "count": 3, "width": 3},
 }
 
 #: Public functions whose documented errors include more than the library's own (name: exception types).

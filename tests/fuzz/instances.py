@@ -62,6 +62,7 @@ from privsum.lsq import (
     SignedRandomProjection,
 )
 from privsum.means import ClippedMean, ShuffledMean, ShuffledMeanVariance
+from privsum.parties import Analyzer, Client, Deployment, Shuffler
 from privsum.shuffle import MessageBatch, MessageHistogram, PartialView, UserChunks
 from privsum.sketches import RACE, RACEClassifier, RACELinearRegression
 from privsum.sums import (
@@ -73,12 +74,14 @@ from privsum.sums import (
     ShuffledVectorSum,
     SkellamVectorSum,
 )
+from privsum.wire import WireSpec
 
 N = 20
 GUARANTEE = PrivacyGuarantee(1.0, 1e-6)
 LSH = L2LSH(dimension=2, n_repetitions=4, bucket_width=1.0, n_buckets=8, seed=0)
 RFF = RandomFourierFeatures(dimension=2, n_repetitions=4, seed=0)
 PROFILE = PrivacyProfile([0.5, 0.5], [0.25, 0.75])
+DEPLOYMENT = Deployment(RRBitSum(n_users=2, flip_probability=0.3, delta=1e-6), n_instances=2)
 
 #: Methods fuzzed with arbitrary arguments wherever an instance has them.
 ENTRY_POINTS = (
@@ -125,6 +128,15 @@ ENTRY_POINTS = (
     "bias_bound",
     "wrap_probability",
     "rdp",
+    # the deployable parties and the wire format: bytes from a network
+    "encode",
+    "encode_many",
+    "submit",
+    "absorb",
+    "decode_upload",
+    "decode_batch",
+    "batch_counts",
+    "from_file_dict",
 )
 
 #: ``name: (class, valid keyword arguments)`` for every public class that can be built directly.
@@ -228,6 +240,14 @@ CONSTRUCTORS: dict[str, tuple[type, dict[str, Any]]] = {
             "level_sketch": ShuffledCountSketch(n_users=N, rows=2, width=8, noise_mean=30.0, delta=1e-6),
         },
     ),
+    "WireSpec": (
+        WireSpec,
+        {"name": "RRBitSum", "fingerprint": bytes(32), "n_instances": 2, "alphabet_size": 2, "max_upload_messages": 2},
+    ),
+    "Deployment": (Deployment, {"protocol": RRBitSum(n_users=2, flip_probability=0.3, delta=1e-6), "n_instances": 2}),
+    "Client": (Client, {"deployment": DEPLOYMENT, "rng": 0}),
+    "Shuffler": (Shuffler, {"deployment": DEPLOYMENT, "rng": 0}),
+    "Analyzer": (Analyzer, {"deployment": DEPLOYMENT}),
 }
 
 #: ``name: (class, valid from_privacy arguments)``.

@@ -144,6 +144,7 @@ RESULT_RECORDS = {
     "Vocabulary",
     "HistogramCandidate",
     "MeanAndVariance",
+    "DecodedBatch",
 }
 
 

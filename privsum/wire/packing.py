@@ -101,7 +101,7 @@ def _pack_by_words(fields: np.ndarray, count: int, width: int) -> bytes:
 
 
 def unpack_fields(payload: bytes | memoryview | np.ndarray, count: int, width: int) -> np.ndarray:
-    """``count`` fields of ``width`` bits from the payload (exactly `packed_size` bytes, checked by the caller).
+    """``count`` fields of ``width`` bits from the payload (exactly `packed_size` bytes, else refused).
 
     Returns uint32 fields for widths up to 24 bits, uint64 beyond.
 

@@ -108,3 +108,20 @@ def test_malformed_batches_are_refused_before_allocation():
     no_senders = wire.encode_batch(wire.fields(np.zeros(0, dtype=int), np.zeros(0, dtype=int)), n_senders=0, batch_id=bytes(16))
     _refused(wire.batch_counts, no_senders, "at least one sender")
     _refused(wire.batch_counts, wire.encode_upload(wire.fields(np.array([0]), np.array([0]))), "kind")
+
+
+@pytest.mark.parametrize(
+    ("call", "parameter"),
+    [
+        (lambda: pack_fields(np.array([8]), 3), "fields"),  # 8 needs 4 bits
+        (lambda: pack_fields(np.array([-1]), 3), "fields"),
+        (lambda: pack_fields(np.array([1.0]), 3), "fields"),  # never cast
+        (lambda: pack_fields(np.array([1]), 57), "width"),
+        (lambda: unpack_fields(b"\x00", 2**62, 3), "payload"),  # refused before any allocation
+        (lambda: unpack_fields(b"\x00\x00", 2, 3), "payload"),  # one trailing byte
+        (lambda: packed_size(-1, 3), "n_fields"),
+    ],
+)
+def test_packing_refuses_fields_widths_and_lengths_it_cannot_round_trip(call, parameter):
+    with pytest.raises(InvalidParameterError, match=repr(parameter)):
+        call()

@@ -82,9 +82,9 @@ def skellam_rdp(orders: float | np.ndarray, *, mu: float, l2_sensitivity: float,
     alpha = np.atleast_1d(check_array(orders, "orders", owner)).astype(float)
     if not (alpha.size and np.all(alpha >= 2) and np.all(alpha == np.round(alpha)) and np.all(np.isfinite(alpha))):
         raise invalid("orders", owner, "integers >= 2", orders)
-    gaussian = alpha * l2**2 / (4 * mu)
+    gaussian = alpha * (l2 * l2) / (4 * mu)  # l2 * l2: inf, never an OverflowError, for a huge bound
     # mu * mu (not mu**2): a huge mu gives inf there (a zero correction), never an OverflowError
-    correction = np.minimum(((2 * alpha - 1) * l2**2 + 6 * l1) / (16 * mu * mu), 3 * l1 / (4 * mu))
+    correction = np.minimum(((2 * alpha - 1) * (l2 * l2) + 6 * l1) / (16 * mu * mu), 3 * l1 / (4 * mu))
     return gaussian + correction
 
 

@@ -104,12 +104,14 @@ class BinsEvent(PrivacyEvent):
         if self.relation != Neighbouring.REPLACE_ONE:
             return single.self_compose(self.bins_per_change)
         half = self.bins_per_change // 2
-        losing = PLDPair(single.forward, single.forward).self_compose(half).forward
-        gaining = (
-            losing if single.backward is single.forward else PLDPair(single.backward, single.backward).self_compose(half).forward
-        )
-        mixed = losing.compose(gaining)
-        return PLDPair(mixed, mixed)
+        errors = (single.absolute_error, single.relative_error)
+        losing = PLDPair(single.forward, single.forward, *errors).self_compose(half)
+        if single.backward is single.forward:
+            gaining = losing
+        else:
+            gaining = PLDPair(single.backward, single.backward, *errors).self_compose(half)
+        mixed = losing.compose(gaining)  # PLDPair's composition: its numerical error is carried
+        return PLDPair(mixed.forward, mixed.forward, mixed.absolute_error, mixed.relative_error)
 
     @functools.cached_property
     def guarantee(self) -> PrivacyGuarantee:

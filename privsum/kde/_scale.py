@@ -81,6 +81,8 @@ def warn_if_degenerate_scale(family: LSQFamily, points: Any, owner: str, *, stac
     """
     if not isinstance(family, RandomFourierFeatures) or not isinstance(points, np.ndarray):
         return
+    if points.dtype.kind not in "iuf":  # not points: the caller's validation refuses them
+        return
     if points.ndim != 2 or points.shape[0] < 2 or not np.isfinite(points).all():
         return
     scale = measure_scale(np.asarray(apply_projection(family.projection, points), dtype=float))

@@ -79,10 +79,16 @@ class ClippedMean:
         if not upper > low:
             raise invalid("upper", owner, f"greater than low={low:g}", upper)
         width = upper - low
-        resolution = width / 2**20 if resolution is None else check_real(resolution, "resolution", owner, low=0.0, low_open=True)
-        steps = math.ceil(width / resolution)
-        if steps > 2**40:
+        if resolution is None:
+            resolution = width / 2**20
+            if not (resolution > 0 and math.isfinite(resolution)):
+                raise invalid("upper", owner, f"a finite upper - low whose 2^20th part is positive (low={low:g})", upper)
+        else:
+            resolution = check_real(resolution, "resolution", owner, low=0.0, low_open=True)
+        ratio = width / resolution
+        if not ratio <= 2**40:  # inf and NaN refused too
             raise invalid("resolution", owner, f"at least (upper - low) / 2^40 = {width / 2**40:.3g}", resolution)
+        steps = math.ceil(ratio)
         domain = 1 << max(1, math.ceil(math.log2(max(2, steps))))
         clipped = ClippedSum.from_privacy(
             epsilon=epsilon,

@@ -14,10 +14,16 @@ import urllib.request
 from typing import Any
 
 import numpy as np
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
-from starlette.routing import Route
+
+try:  # privsum[serve]; without it this module imports (for docs and API checks) but builds no app
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, PlainTextResponse, Response
+    from starlette.routing import Route
+except ModuleNotFoundError as error:  # pragma: no cover - exercised only without the extra
+    _STARLETTE_MISSING: ModuleNotFoundError | None = error
+else:
+    _STARLETTE_MISSING = None
 
 from privsum.exceptions import InvalidParameterError
 from privsum.parties import Analyzer, Deployment, Shuffler
@@ -54,8 +60,14 @@ def _status(deployment: Deployment, **extra: Any) -> dict[str, Any]:
             "min_senders": deployment.min_senders} | extra
 
 
+def _require_starlette() -> None:
+    if _STARLETTE_MISSING is not None:
+        raise ImportError("the HTTP services need the optional extra: pip install 'privsum[serve]'") from _STARLETTE_MISSING
+
+
 def shuffler_app(deployment: Deployment, *, analyzer_url: str | None = None, max_body_bytes: int = 64 << 20) -> Starlette:
     """The shuffler service of ``deployment``; ``analyzer_url`` (e.g. ``http://127.0.0.1:8001``) receives each batch."""
+    _require_starlette()
     shuffler = Shuffler(deployment)
     max_upload = deployment.spec.upload_header_bytes + (deployment.cap.total * deployment.spec.field_bits + 7) // 8
 
@@ -105,6 +117,7 @@ def shuffler_app(deployment: Deployment, *, analyzer_url: str | None = None, max
 
 def analyzer_app(deployment: Deployment, *, max_body_bytes: int = 1 << 30) -> Starlette:
     """The analyzer service of ``deployment``."""
+    _require_starlette()
     analyzer = Analyzer(deployment)
 
     async def batches(request: Request) -> Response:

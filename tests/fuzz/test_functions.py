@@ -53,6 +53,8 @@ def _needs(name: str) -> None:
         pytest.skip("needs the optional extra privsum[text]")
     if name.startswith("distributed.") and not _DASK_EXTRA:
         pytest.skip("needs the optional extra privsum[dask]")
+    if name.endswith("secure_generator") and importlib.util.find_spec("randomgen") is None:
+        pytest.skip("needs the optional extra privsum[secure]")
 
 
 def _tolerating(name: str) -> Any:

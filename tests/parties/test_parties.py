@@ -183,6 +183,7 @@ def test_client_refuses_inputs_for_another_number_of_instances():
 
 
 def test_default_randomness_is_the_secure_stream():
+    pytest.importorskip("randomgen", reason="the default CSPRNG needs privsum[secure] (included in privsum[serve])")
     deployment = Deployment(RRBitSum(n_users=5, flip_probability=0.25, delta=0.1), n_instances=1)
     client, shuffler = Client(deployment), Shuffler(deployment)
     assert type(client._generator.bit_generator).__name__ == "ChaCha"

@@ -69,14 +69,16 @@ def clear_caches() -> None:
     """Every in-memory cache the RR and 3NB calibrations and the KDE's composition use."""
     from privsum.accounting import budget
     from privsum.accounting.cache import clear_calibration_cache
+    from privsum.bitsum import _3nb_calibration as noise
+    from privsum.bitsum import _rr_accounting as rr
     from privsum.bitsum import _rr_pairs as rr_pairs
-    from privsum.bitsum import exact, noise, rr
+    from privsum.bitsum import exact
 
     clear_calibration_cache()
     rr_pairs.clear_caches()
     rr._regular_samples.cache_clear()
     exact._NB_CACHE.cache_clear()
-    noise._calibrated_parameters.cache_clear()
+    noise.calibrated_parameters.cache_clear()
     budget.composed_guarantee.cache_clear()
 
 
@@ -129,6 +131,7 @@ print(json.dumps([time.perf_counter() - start, kde.bitsum.flip_probability]))
 
 def bench_rr_baseline(repeats: int, baseline: str) -> None:
     """The same uncached calibration with an older privsum, each repeat in a fresh child process."""
+
     def child(directory: str) -> list[float]:
         # run inside `directory`: `python -c` puts the working directory first on sys.path
         env = {**os.environ, "PYTHONPATH": directory}

@@ -13,7 +13,8 @@ from typing import Any
 from privsum.accounting.budget import largest_composable
 from privsum.accounting.events import ProfileEvent
 from privsum.accounting.gaussian import gaussian_epsilon, gaussian_sigma
-from privsum.bitsum.rr import RRBitSum, worst_case_event
+from privsum.bitsum._rr_accounting import worst_case_event
+from privsum.bitsum.rr import RRBitSum
 from privsum.exceptions import InvalidParameterError
 
 __all__ = ["calibrated_for_compositions", "flip_for_compositions"]

@@ -16,9 +16,9 @@ from scipy import optimize, stats
 from privsum.accounting.profile import PrivacyProfile
 from privsum.bitsum import ThreeNBBitSum
 from privsum.bitsum import exact as exact_module
+from privsum.bitsum._3nb_calibration import tail_for
 from privsum.bitsum._loss_grid import LossGrid
 from privsum.bitsum.exact import signed_count_dominating_profile, signed_count_profile, signed_count_profile_grid
-from privsum.bitsum.noise import _tail_for
 
 
 def _directions(profile: PrivacyProfile, epsilons: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -115,7 +115,7 @@ def test_banded_pair_dominates_the_exact_grid_and_is_close_to_it(epsilon, delta,
     protocol = ThreeNBBitSum.from_privacy(epsilon=epsilon, delta=delta, n_users=n_users, **options)
     share = participants / n_users
     args = (protocol.noise_shape * share, protocol.noise_ratio, protocol.flooding_shape * share, protocol.flooding_ratio)
-    tail = _tail_for(delta)
+    tail = tail_for(delta)
     exact = signed_count_profile_grid(*args, tail_mass=tail)
     bound = signed_count_dominating_profile(*args, tail_mass=tail, max_exact_support=0)  # the banded pair
     epsilons = np.concatenate([np.linspace(0.0, 3.0 * epsilon, 61), _some(exact.breakpoints(), 40)])

@@ -14,17 +14,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from privsum import InvalidParameterError
-from privsum.bitsum import ThreeNBBitSum, noise
-from privsum.bitsum.exact import signed_count_delta, signed_count_profile_grid
-from privsum.bitsum.noise import (
+from privsum.bitsum import ThreeNBBitSum
+from privsum.bitsum import _3nb_calibration as noise
+from privsum.bitsum._3nb_calibration import (
     _FLOODING_LOG_TOLERANCE,
     _FLOODING_SHAPES,
     _NOISE_STEPS,
-    _calibrated_parameters,
-    _communication_flooding,
     _flooding_mean,
-    _tail_for,
+    calibrated_parameters,
+    communication_flooding,
+    tail_for,
 )
+from privsum.bitsum.exact import signed_count_delta, signed_count_profile_grid
 
 
 class _Counter:
@@ -37,7 +38,7 @@ class _Counter:
 
 
 def _reference_search(epsilon, delta, paper_noise_ratio, paper_flooding, tail, factor, counter):
-    """The previous `_communication_flooding`: bisection with an exact evaluation at every question."""
+    """The previous `communication_flooding`: bisection with an exact evaluation at every question."""
 
     def checked(shape, log_gap, noise_ratio):
         try:
@@ -122,12 +123,12 @@ def _reference_search(epsilon, delta, paper_noise_ratio, paper_flooding, tail, f
 
 def _both_searches(epsilon, delta, factor, monkeypatch):
     owner = "ThreeNBBitSum"
-    paper_noise_ratio, paper_shape, paper_ratio = _calibrated_parameters(owner, epsilon, delta, "tight", None)
-    tail = _tail_for(delta)
+    paper_noise_ratio, paper_shape, paper_ratio = calibrated_parameters(owner, epsilon, delta, "tight", None)
+    tail = tail_for(delta)
     reference_counter, counter = _Counter(), _Counter()
     reference = _reference_search(epsilon, delta, paper_noise_ratio, (paper_shape, paper_ratio), tail, factor, reference_counter)
     monkeypatch.setattr(noise, "signed_count_delta", counter.delta)
-    current = _communication_flooding(epsilon, delta, paper_noise_ratio, (paper_shape, paper_ratio), tail, factor)
+    current = communication_flooding(epsilon, delta, paper_noise_ratio, (paper_shape, paper_ratio), tail, factor)
     monkeypatch.undo()
     return reference, current, reference_counter.evaluations, counter.evaluations
 
@@ -161,11 +162,11 @@ def test_search_equals_the_reference_anywhere(epsilon, log_delta, factor):
 
 
 def test_calibrated_parameters_are_shared_across_user_counts_and_backed_by_the_exact_grid():
-    _calibrated_parameters.cache_clear()
+    calibrated_parameters.cache_clear()
     options = {"epsilon": 0.5, "delta": 1e-7, "flooding": "communication", "variance_factor": 4.0}
     first = ThreeNBBitSum.from_privacy(n_users=1000, **options)
     second = ThreeNBBitSum.from_privacy(n_users=2200, **options)
-    assert _calibrated_parameters.cache_info().hits == 1
+    assert calibrated_parameters.cache_info().hits == 1
     assert (first.noise_ratio, first.flooding_shape, first.flooding_ratio) == (
         second.noise_ratio,
         second.flooding_shape,

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from privsum.bitsum import RRBitSum, rr_worst_case_delta_bound, rr_worst_case_epsilon, rr_worst_case_profile
+from privsum.bitsum import _rr_accounting as rr_module
 from privsum.bitsum import _rr_pairs as pairs_module
-from privsum.bitsum import rr as rr_module
 from privsum.bitsum._rr_pairs import largest_crowd, window_points
 from privsum.bitsum._rr_worst_case import OutOfWorkError, coin_block_pair, meets_target
 from privsum.bitsum.exact import rr_profile, rr_worst_case_delta
@@ -71,7 +71,7 @@ def test_a_crowd_too_large_for_exact_windows_is_bounded_by_the_largest_computabl
     crowd = rr_module._computed_crowd(HUGE, q, rr_module._bound_tail(delta))
     assert crowd < HUGE
     huge = RRBitSum(n_users=HUGE, flip_probability=q, delta=delta)
-    assert huge.guarantee.epsilon == rr_module._headline_epsilon(crowd, q, delta)
+    assert huge.guarantee.epsilon == rr_module.headline_epsilon(crowd, q, delta)
     # the huge crowd's event is a generic pair (its profile would take minutes), with the same headline
     assert huge.event.guarantee == huge.guarantee
 

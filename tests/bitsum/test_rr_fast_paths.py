@@ -17,10 +17,10 @@ from privsum.accounting.calibration import calibrate
 from privsum.accounting.guarantee import Neighbouring
 from privsum.accounting.profile import PrivacyProfile
 from privsum.bitsum import RRBitSum
+from privsum.bitsum._rr_accounting import meets_flip_target, tight_flip_probability
 from privsum.bitsum._rr_pairs import CountPair, count_pair
 from privsum.bitsum._rr_worst_case import block_pair, cover, seed_ks
 from privsum.bitsum.exact import rr_profile, rr_worst_case_delta
-from privsum.bitsum.rr import _meets_target, _tight_flip_probability
 from privsum.exceptions import InvalidParameterError
 
 # binomial_pmf's stated accuracy (relative), within 15 standard deviations of the mean
@@ -128,9 +128,9 @@ def test_regula_falsi_meets_the_target_and_agrees_with_bisection(scale, power, l
 @pytest.mark.parametrize(("epsilon", "delta", "n_users"), [(1.0, 1e-6, 2000), (0.05, 6.5e-10, 40_000), (0.3, 1e-8, 5000)])
 def test_calibrated_flip_is_the_bisections_within_its_tolerance(epsilon, delta, n_users):
     """The regula-falsi calibration against the bisection it replaced, on the same neighbours."""
-    flip, bound = _tight_flip_probability(epsilon, delta, n_users)
+    flip, bound = tight_flip_probability(epsilon, delta, n_users)
     assert bound <= delta * (1 + 1e-9)
-    meets, _, verified = _meets_target(n_users, flip, epsilon, delta)
+    meets, _, verified = meets_flip_target(n_users, flip, epsilon, delta)
     assert meets and verified == bound
     tail, fft = min(1e-30, 1e-10 * delta), 1e-4 * delta
     local = 1.0 / (1.0 + math.exp(epsilon))

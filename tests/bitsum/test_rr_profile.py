@@ -18,7 +18,7 @@ from privsum.accounting import GuaranteeEvent, PrivacyProfile, ProfileEvent, ran
 from privsum.accounting.envelope import symmetric_pair_from_samples
 from privsum.accounting.pld import PLDPair
 from privsum.bitsum import RRBitSum
-from privsum.bitsum import rr as rr_module
+from privsum.bitsum import _rr_accounting as rr_module
 from privsum.bitsum._rr_pairs import count_pair
 from privsum.bitsum.exact import rr_profile, rr_worst_case_delta
 from privsum.bitsum.rr import rr_worst_case_delta_bound, rr_worst_case_profile

@@ -15,7 +15,7 @@ from scipy import optimize, signal, stats
 from privsum.accounting import ComposedEvent
 from privsum.accounting.pld import PLDPair
 from privsum.bitsum import RRBitSum
-from privsum.bitsum import rr as rr_module
+from privsum.bitsum import _rr_accounting as rr_module
 from privsum.bitsum._rr_compositions import _gaussian_flip_estimate
 from privsum.bitsum._rr_worst_case import coin_block_pair, worst_case_epsilon, worst_case_samples
 from privsum.bitsum.exact import rr_profile, rr_worst_case_delta
@@ -70,10 +70,10 @@ def test_ample_budget_is_exact_and_a_large_crowd_stays_within_its_slack():
     assert worst_case_epsilon(n, q, delta, rtol=1e-9, tail_mass=1e-30, work=1e9) == exact
     # 10^5 users at q = 1/4: the headline's budget suffices for the 1e-9 worst case
     exact_at_scale = rr_module.rr_worst_case_epsilon(100_000, 0.25, 1e-8)
-    assert abs(rr_module._headline_epsilon(100_000, 0.25, 1e-8) / exact_at_scale - 1) <= 1e-9
+    assert abs(rr_module.headline_epsilon(100_000, 0.25, 1e-8) / exact_at_scale - 1) <= 1e-9
     # 560,000 users: within the loose phase's 1e-3 of the exact maximum, computed independently below
     n, q, delta = 560_000, 0.25, 1e-8
-    headline = rr_module._headline_epsilon(n, q, delta)
+    headline = rr_module.headline_epsilon(n, q, delta)
     at_all_zeros = _independent_epsilon(n, q, 0, delta)  # k = 0 attains the exact search's maximum, 0.0062207037
     assert at_all_zeros <= headline <= at_all_zeros * (1 + 1.1e-3)
     for k in (1, 10, 1_000, 140_000, (n - 1) // 2, n - 11, n - 1):  # and the headline is backed at other neighbours
@@ -124,7 +124,7 @@ def test_headline_at_scale_is_backed_at_every_sampled_neighbour_independently():
     Both directions are checked at each ``k``, so ``k`` and ``n - 1 - k`` (the reflected neighbour) are covered.
     """
     n, q, delta = 560_000, 0.25, 1e-8
-    headline = rr_module._headline_epsilon(n, q, delta)
+    headline = rr_module.headline_epsilon(n, q, delta)
     worst = max(_independent_delta(n, q, k, headline) for k in sorted({*range(1_000), *range(0, n, 700)}))
     assert worst <= delta
 

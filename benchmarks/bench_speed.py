@@ -130,7 +130,7 @@ def bench_amplification(repeats: int) -> None:
 
 
 def bench_kde(repeats: int) -> None:
-    from privsum.kde import protocol as protocol_module
+    from privsum.kde import _rounding as rounding
     from privsum.lsq import RandomFourierFeatures
 
     n_users, dimension, instances, chunk = 40_000, 768, 768, 4096
@@ -140,7 +140,7 @@ def bench_kde(repeats: int) -> None:
     generator = np.random.default_rng(2)
     frequencies = family.frequencies.T.copy()
     product, uniforms = np.empty((chunk, instances)), np.empty((chunk, instances))
-    workspaces = {"float64": protocol_module._Workspace(), "exact": protocol_module._Workspace()}
+    workspaces = {"float64": rounding.Workspace(), "exact": rounding.Workspace()}
 
     def limit(block: np.ndarray) -> None:  # matmul + two uniform draws per user x instance
         rows = block.shape[0]
@@ -150,7 +150,7 @@ def bench_kde(repeats: int) -> None:
 
     def rounding(precision: str) -> Callable[[np.ndarray], None]:
         def run(block: np.ndarray) -> None:
-            bits = protocol_module._round_to_bits(family, block, generator, None, workspaces[precision], precision)
+            bits = rounding.round_to_bits(family, block, generator, None, workspaces[precision], precision)
             generator.random(out=uniforms[: bits.shape[0]])  # the bit sum's one draw per user x instance
 
         return run

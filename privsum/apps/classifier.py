@@ -33,9 +33,10 @@ from privsum.apps.labels import label_event, randomize_labels
 from privsum.bitsum import PROTOCOLS as BIT_SUM_PROTOCOLS
 from privsum.exceptions import KernelScaleWarning, PrivacyLeakWarning
 from privsum.kde._scale import warn_if_degenerate_scale
+from privsum.kde.calibration import calibration_option_names
 from privsum.kde.function import KDEFunction
 from privsum.kde.joint import JointClassKDE
-from privsum.kde.protocol import ShuffledKDE, calibration_option_names
+from privsum.kde.protocol import ShuffledKDE
 from privsum.kde.vector import VectorSumKDE
 from privsum.lsq import IdentityFeatures, LSQFamily, RandomFourierFeatures, RandomSigns, SignedRandomProjection
 from privsum.shuffle.robustness import check_malicious

@@ -8,14 +8,16 @@ worst-case profile over every neighbour) depends on the flip probability alone, 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from privsum.accounting.budget import largest_composable
 from privsum.accounting.events import ProfileEvent
 from privsum.accounting.gaussian import gaussian_epsilon, gaussian_sigma
 from privsum.bitsum._rr_accounting import worst_case_event
-from privsum.bitsum.rr import RRBitSum
 from privsum.exceptions import InvalidParameterError
+
+if TYPE_CHECKING:
+    from privsum.bitsum.rr import RRBitSum
 
 __all__ = ["calibrated_for_compositions", "flip_for_compositions"]
 
@@ -30,13 +32,20 @@ _SLOPE_STEP = 1.01
 
 
 def calibrated_for_compositions(
-    cls: type[RRBitSum], *, calibration: str = "tight", composition: str = "profile", **target: Any
+    cls: type[RRBitSum],
+    *,
+    calibration: str = "tight",
+    composition: str = "profile",
+    start: float | None = None,
+    **target: Any,
 ) -> RRBitSum | None:
     """`RRBitSum.calibrate_for_compositions`: the least flip probability (`flip_for_compositions`), or ``None``.
 
     ``None`` (the generic search) for ``calibration="analytic"`` or ``composition="guarantee"``
-    (RR then composes as a generic ``(epsilon, delta)`` mechanism).
+    (RR then composes as a generic ``(epsilon, delta)`` mechanism). ``start`` (a per-instance
+    epsilon) is not used: the flip search starts from its own Gaussian estimate.
     """
+    del start
     if calibration != "tight" or composition != "profile":
         return None
     if target.get("caller") is None:

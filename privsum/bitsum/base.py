@@ -13,6 +13,8 @@ from scipy import stats
 
 from privsum._random import RNGLike, as_generator
 from privsum._validation import check_array, check_choice, check_integer, check_real, invalid
+from privsum.accounting.budget import fit_composition
+from privsum.accounting.cache import cached_calibration
 from privsum.accounting.events import PrivacyEvent
 from privsum.exceptions import PrivacyLeakWarning
 from privsum.shuffle.histogram import MessageHistogram
@@ -103,19 +105,23 @@ class BitSumProtocol(ShuffleProtocol):
         instance_delta: float,
         calibration: str = "tight",
         caller: tuple[str, str] | None = None,
+        start: float | None = None,
         **options: Any,
     ) -> BitSumProtocol | None:
         """An instance whose event, composed ``compositions`` times, meets ``(epsilon, delta)``; ``None``: no search of its own.
 
         A caller that composes one user's bit over many instances (the KDE: ``compositions`` =
         touched instances) asks the class first; ``None`` (this default) means it has no
-        search of its own, and the caller fits a per-instance epsilon with
-        `privsum.accounting.budget.fit_composition` over ``from_privacy(epsilon=epsilon0,
+        search of its own, and the caller fits a per-instance epsilon (`fit_for_compositions`,
+        by `privsum.accounting.budget.fit_composition`) over ``from_privacy(epsilon=epsilon0,
         delta=instance_delta, n_users=n_users, calibration=calibration, **options)``. A
         subclass whose composed guarantee depends on one parameter more directly (RR's flip
-        probability) overrides this with a search over that parameter. The returned instance's
-        ``compositions``-fold composition at ``delta`` must not exceed ``epsilon``; the caller
-        checks it. ``caller`` is ``(owner, parameter)`` a refusal names.
+        probability) overrides this with a search over that parameter; one whose options trade
+        communication for accuracy may choose them for the composition (3NB's flooding). The
+        returned instance's ``compositions``-fold composition at ``delta`` must not exceed
+        ``epsilon``; the caller checks it. ``caller`` is ``(owner, parameter)`` a refusal names;
+        ``start`` is a per-instance epsilon from which a search over it may start (the caller's
+        closed-form guess; ``None``: ``epsilon / compositions``).
         """
         return None
 
@@ -343,3 +349,48 @@ def symmetric_noise_half_width(pmf: np.ndarray, level: float) -> int:
     if reached.size == 0:
         raise ValueError("the truncated noise distribution does not reach the requested level")
     return int(reached[0])
+
+
+def fit_for_compositions(
+    protocol: type[BitSumProtocol],
+    *,
+    epsilon: float,
+    delta: float,
+    n_users: int,
+    compositions: int,
+    instance_delta: float,
+    calibration: str = "tight",
+    caller: tuple[str, str] | None = None,
+    start: float | None = None,
+    **options: Any,
+) -> BitSumProtocol:
+    """The generic search for `BitSumProtocol.calibrate_for_compositions`: the largest per-instance epsilon that composes.
+
+    ``protocol.from_privacy(epsilon=epsilon0, delta=instance_delta, n_users=n_users,
+    calibration=calibration, **options)`` for the largest ``epsilon0`` whose event, composed
+    ``compositions`` times, meets ``(epsilon, delta)`` (`privsum.accounting.budget.fit_composition`,
+    from ``start``, else ``epsilon / compositions``); each calibration is cached
+    (`~privsum.accounting.cache`).
+
+    Examples:
+        >>> from privsum.bitsum import PureBitSum
+        >>> bitsum = fit_for_compositions(PureBitSum, epsilon=2.0, delta=1e-6, n_users=1000, compositions=20, instance_delta=0.0)
+        >>> 2.0 / 20 <= bitsum.guarantee.epsilon
+        True
+    """
+
+    def calibrated(epsilon0: float) -> BitSumProtocol:
+        return cached_calibration(
+            protocol.from_privacy, epsilon=epsilon0, delta=instance_delta, n_users=n_users, calibration=calibration, **options
+        )
+
+    epsilon0 = fit_composition(
+        lambda epsilon0: calibrated(epsilon0).event,
+        epsilon=epsilon,
+        delta=delta,
+        delta0=instance_delta,
+        count=compositions,
+        start=epsilon / compositions if start is None else start,
+        caller=caller or (f"{protocol.__name__}.calibrate_for_compositions", "epsilon"),
+    )
+    return calibrated(epsilon0)

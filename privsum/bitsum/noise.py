@@ -42,6 +42,7 @@ from privsum.bitsum.base import (
     EXACT,
     BitSumProtocol,
     check_calibration,
+    fit_for_compositions,
     signed_histogram,
     signed_messages,
     symmetric_noise_half_width,
@@ -64,6 +65,11 @@ _RTOL = 1e-9
 # flooding="communication": the largest variance factor accepted (the default is COMMUNICATION_VARIANCE_FACTOR).
 MAX_VARIANCE_FACTOR = 16.0
 FLOODING_CHOICES = ("paper", "communication")
+#: `ThreeNBBitSum.calibrate_for_compositions` without ``flooding``: ``"communication"`` with this
+#: variance factor wherever its per-instance RMSE is within ``COMPOSITION_RMSE_TOLERANCE`` (1%) of
+#: the paper flooding's (the composition buys the variance back), else the paper's.
+COMPOSITION_VARIANCE_FACTOR = 4.0
+COMPOSITION_RMSE_TOLERANCE = 0.01
 
 
 class _SignedCounts(BitSumProtocol):
@@ -355,6 +361,40 @@ class ThreeNBBitSum(_SignedCounts):
         )
         protocol.__dict__["event"] = ProfileEvent(profile, PrivacyGuarantee(epsilon, delta, Neighbouring.REPLACE_ONE))
         return protocol
+
+    @classmethod
+    def calibrate_for_compositions(
+        cls,
+        *,
+        epsilon: float,
+        delta: float,
+        n_users: int,
+        compositions: int,
+        instance_delta: float,
+        calibration: str = "tight",
+        caller: tuple[str, str] | None = None,
+        start: float | None = None,
+        **options: Any,
+    ) -> ThreeNBBitSum | None:
+        """Tight 3NB without a chosen ``flooding``: the paper's or the communication flooding, whichever the composition favours.
+
+        Both are fitted by the generic search (`privsum.bitsum.base.fit_for_compositions`); the
+        ``flooding="communication"`` one (``variance_factor=COMPOSITION_VARIANCE_FACTOR``, 4)
+        is returned wherever its RMSE is within ``COMPOSITION_RMSE_TOLERANCE`` (1%) of the paper
+        flooding's: it sends far fewer messages at the same accuracy. ``None`` (the generic
+        search over the given options) for ``calibration="analytic"``, a chosen ``flooding`` or
+        ``delta = 0``.
+        """
+        if calibration != "tight" or "flooding" in options or not delta > 0:
+            return None
+        target = {"epsilon": epsilon, "delta": delta, "n_users": n_users, "compositions": compositions, "start": start}
+        fit = functools.partial(
+            fit_for_compositions, cls, **target, instance_delta=instance_delta, calibration=calibration, caller=caller
+        )
+        paper = fit(**options)
+        communication = fit(**(options | {"flooding": "communication", "variance_factor": COMPOSITION_VARIANCE_FACTOR}))
+        as_accurate = math.sqrt(communication.variance()) <= (1 + COMPOSITION_RMSE_TOLERANCE) * math.sqrt(paper.variance())
+        return communication if as_accurate else paper
 
     @property
     def profile(self) -> PrivacyProfile:

@@ -31,6 +31,7 @@ from privsum.bitsum._rr_accounting import (
     tight_flip_probability,
     verified_worst_case_profile,
 )
+from privsum.bitsum._rr_compositions import calibrated_for_compositions
 from privsum.bitsum._rr_worst_case import OutOfWorkError
 from privsum.bitsum.base import BitSumProtocol, check_calibration, instance_ids
 from privsum.shuffle.histogram import MessageHistogram
@@ -290,8 +291,6 @@ class RRBitSum(_FlippedReports):
     @classmethod
     def calibrate_for_compositions(cls, **request: Any) -> RRBitSum | None:
         """Tight RR composed by its profile: its flip probability searched directly (`calibrated_for_compositions`)."""
-        from privsum.bitsum._rr_compositions import calibrated_for_compositions  # it imports this module
-
         return calibrated_for_compositions(cls, **request)
 
     @functools.cached_property

@@ -8,30 +8,32 @@ References:
 from __future__ import annotations
 
 import functools
-import inspect
 import math
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
+from privsum._deprecation import moved_attribute_getter
 from privsum._random import RNGLike, as_generator
-from privsum._validation import check_choice, check_delta, check_epsilon, check_integer, invalid
-from privsum.accounting.budget import composed_guarantee, fit_composition
+from privsum._validation import check_choice, check_delta, check_integer, invalid
+from privsum.accounting.budget import composed_guarantee
 from privsum.accounting.cache import cached_calibration
 from privsum.accounting.events import ComposedEvent, PrivacyEvent
 from privsum.accounting.guarantee import PrivacyGuarantee
-from privsum.bitsum import bitsum_protocol
 from privsum.bitsum.base import BitSumProtocol
 from privsum.exceptions import PrivacyLeakWarning
 from privsum.kde._parties import KDEPartyHooks
+from privsum.kde._rounding import FLOAT64_PROBABILITY_ERROR as FLOAT64_PROBABILITY_ERROR  # documented here
+from privsum.kde._rounding import Workspace, round_to_bits
 from privsum.kde._scale import warn_if_degenerate_scale
+from privsum.kde.calibration import ACCOUNTING_METHODS, calibrated_kde, touched_per_repetition
+from privsum.kde.calibration import calibration_option_names as calibration_option_names  # its former home
 from privsum.kde.function import KDEFunction
-from privsum.kde.theory import seed_composition_epsilon, seed_per_instance_epsilon, sup_rmse_bound
+from privsum.kde.theory import seed_composition_epsilon, sup_rmse_bound
 from privsum.lsq.base import LSQFamily
-from privsum.lsq.rff import RandomFourierFeatures, apply_projection, fourier_features_block, fourier_features_of_turns
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
 from privsum.shuffle.protocol import EXECUTION_PATHS, ShuffleProtocol
@@ -39,21 +41,12 @@ from privsum.shuffle.streaming import PartialView, is_chunk_stream
 
 __all__ = ["ACCOUNTING_METHODS", "FEATURE_PRECISIONS", "ShuffledKDE"]
 
-ACCOUNTING_METHODS = ("tight", "seed")
 #: Floating-point precision of random Fourier features in the rounding step.
 FEATURE_PRECISIONS = ("float64", "float32", "exact")
-#: Largest difference between the probability that a bit of ``precision="float64"`` is 1 and the
-#: exact ``(1 + f/R)/2`` of `RandomFourierFeatures`: the float32 probability ``p`` (within
-#: ``FLOAT64_PROBABILITY_ERROR - 2^-24`` of it, tested over phases of up to ``10**4`` turns) compared
-#: with a float32 uniform, which gives ``ceil(p 2^24) / 2^24``.
-FLOAT64_PROBABILITY_ERROR = 5e-7
 
 
 # Entries (users x repetitions x coordinates) rounded at once: bounds the working memory.
 _BLOCK_ENTRIES = 1 << 21
-# Entries that the elementwise passes of the Fourier rounding process at once: their working set
-# (about 25 bytes an entry) stays in a core's L2 cache, so only the matmul's output goes through memory.
-_CACHE_BLOCK_ENTRIES = 1 << 15
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -260,7 +253,7 @@ class ShuffledKDE(KDEPartyHooks, ShuffleProtocol):
         and a float32 uniform ``U`` (half the random bits of a float64 one; the probability is
         ``ceil(p 2^24) / 2^24``, within ``2^-24`` of ``p``).
         """
-        return _round_to_bits(self.family, points, rng, repetitions, _Workspace(), self.precision)
+        return round_to_bits(self.family, points, rng, repetitions, Workspace(), self.precision)
 
     def randomize(self, x: Any, *, rng: RNGLike = None) -> MessageBatch:
         """Every user's tagged messages (the faithful path: memory grows with ``n * I * Q``)."""
@@ -309,14 +302,14 @@ class ShuffledKDE(KDEPartyHooks, ShuffleProtocol):
         ones = np.zeros(self.n_instances, dtype=np.int64)
         n_seen = 0
         width = self.family.n_coordinates
-        workspace = _Workspace()  # buffers reused by every block: the bits never leave this loop
+        workspace = Workspace()  # buffers reused by every block: the bits never leave this loop
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PrivacyLeakWarning)  # each chunk is part of one run
             for chunk in self._chunks(x):
                 n_seen += chunk.shape[0]
                 for block in self._repetition_blocks(chunk.shape[0]):
                     columns = slice(block.start * width, block.stop * width)
-                    bits = _round_to_bits(self.family, chunk, generator, block, workspace, self.precision)
+                    bits = round_to_bits(self.family, chunk, generator, block, workspace, self.precision)
                     if curated:
                         ones[columns] += bits.sum(axis=0, dtype=np.int64)
                     elif path == "faithful":
@@ -451,336 +444,26 @@ class ShuffledKDE(KDEPartyHooks, ShuffleProtocol):
             precision: ``"float64"``, ``"float32"`` or ``"exact"`` features in the rounding step (see the class).
             protocol_options: extra keyword arguments for ``protocol.from_privacy`` (e.g. ``noise_source``).
                 Without ``flooding``, 3NB (tight calibration and accounting) takes ``flooding="communication"``
-                with ``variance_factor=KDE_FLOODING_VARIANCE_FACTOR`` (4) wherever its per-instance RMSE is
-                within 1% of the paper flooding's (the composition buys the variance back), else the paper's.
+                with ``variance_factor=4`` wherever its per-instance RMSE is within 1% of the paper
+                flooding's (the composition buys the variance back), else the paper's
+                (`~privsum.bitsum.ThreeNBBitSum.calibrate_for_compositions`).
 
         Raises:
             InvalidParameterError: a parameter is out of range or the target cannot be met.
         """
-        owner = "ShuffledKDE.from_privacy"
-        if not isinstance(family, LSQFamily):
-            raise invalid("family", owner, "an LSQFamily", type(family).__name__)
-        protocol = bitsum_protocol(protocol, owner)
-        epsilon = check_epsilon(epsilon, owner)
-        delta = check_delta(delta, owner)
-        n_users = check_integer(n_users, "n_users", owner, low=1)
-        accounting = check_choice(accounting, "accounting", owner, ACCOUNTING_METHODS)
-        if not (
-            protocol_options is None
-            or (isinstance(protocol_options, Mapping) and all(isinstance(k, str) for k in protocol_options))
-        ):
-            raise invalid("protocol_options", owner, "None or a mapping of keyword names to values", protocol_options)
-        _check_protocol_options(protocol, protocol_options or {}, owner)
-        options = dict(protocol_options or {})
-
-        def calibrated(chosen: dict[str, Any]) -> ShuffledKDE:
-            settings = (epsilon, delta, n_users, accounting, calibration, chunk_size, precision, tuple(sorted(chosen.items())))
-            return cached_calibration(cls._calibrated, family, protocol, *settings)
-
-        paper = calibrated(options)
-        if not _floods_for_communication_by_default(protocol, calibration, accounting, delta, options):
-            return paper
-        communication = calibrated(options | {"flooding": "communication", "variance_factor": KDE_FLOODING_VARIANCE_FACTOR})
-        as_accurate = math.sqrt(communication.bitsum.variance()) <= (1 + FLOODING_RMSE_TOLERANCE) * math.sqrt(
-            paper.bitsum.variance()
+        return calibrated_kde(
+            cls,
+            family=family,
+            protocol=protocol,
+            epsilon=epsilon,
+            delta=delta,
+            n_users=n_users,
+            accounting=accounting,
+            calibration=calibration,
+            chunk_size=chunk_size,
+            precision=precision,
+            protocol_options=protocol_options,
         )
-        return communication if as_accurate else paper
-
-    @classmethod
-    def _calibrated(
-        cls,
-        family: LSQFamily,
-        protocol: type[BitSumProtocol],
-        epsilon: float,
-        delta: float,
-        n_users: int,
-        accounting: str,
-        calibration: str,
-        chunk_size: int,
-        precision: str,
-        protocol_options: tuple[tuple[str, Any], ...],
-    ) -> ShuffledKDE:
-        """`from_privacy` after validation (cached by all its arguments)."""
-        owner = "ShuffledKDE.from_privacy"
-        options = dict(protocol_options)
-        touched = touched_per_repetition(family)
-        count = touched * family.n_repetitions
-        delta0 = delta / (2 * count)
-
-        @functools.cache
-        def build(epsilon0: float) -> ShuffledKDE:
-            bitsum = cached_calibration(
-                protocol.from_privacy, epsilon=epsilon0, delta=delta0, n_users=n_users, calibration=calibration, **options
-            )
-            return make(bitsum)
-
-        def make(bitsum: BitSumProtocol) -> ShuffledKDE:
-            return cls(
-                family=family, bitsum=bitsum, delta=delta, accounting=accounting, chunk_size=chunk_size, precision=precision
-            )
-
-        if delta == 0.0:
-            result = build(epsilon / count)
-        elif accounting == "seed":
-            result = build(seed_per_instance_epsilon(epsilon, touched, family.n_repetitions, delta / 2))
-            if result.bitsum.guarantee.is_pure:  # Theorem 3.2's pure case: pure composition
-                result = build(epsilon / count)
-        else:  # the bit sum's own search for k compositions, else the generic one
-            own = protocol.calibrate_for_compositions(
-                epsilon=epsilon,
-                delta=delta,
-                n_users=n_users,
-                compositions=count,
-                instance_delta=delta0,
-                calibration=calibration,
-                caller=(owner, "epsilon"),
-                **options,
-            )
-            if own is not None:
-                result = make(own)
-            else:
-                epsilon0 = fit_composition(
-                    lambda e0: build(e0).bitsum.event,
-                    epsilon=epsilon,
-                    delta=delta,
-                    delta0=delta0,
-                    count=count,
-                    start=seed_per_instance_epsilon(epsilon, 1, count, delta / 2),
-                    caller=(owner, "epsilon"),
-                )
-                result = build(epsilon0)
-        achieved = result.guarantee
-        if not (achieved.epsilon <= epsilon * (1 + 1e-9) and achieved.delta <= delta * (1 + 1e-9)):
-            raise invalid("epsilon", owner, f"met by the calibrated protocol (it achieves {achieved})", epsilon)
-        return result
-
-
-class _Workspace:
-    """Flat buffers grown on demand and reused across blocks, so that rounding allocates (and
-    page-faults in) its working memory once per run rather than once per block; and arrays
-    derived from a family's public draws, computed once per run."""
-
-    def __init__(self) -> None:
-        self._buffers: dict[str, np.ndarray] = {}
-        self._derived: dict[tuple[Any, ...], tuple[object, np.ndarray]] = {}
-
-    def take(self, name: str, shape: tuple[int, int], dtype: type) -> np.ndarray:
-        size = shape[0] * shape[1]
-        buffer = self._buffers.get(name)
-        if buffer is None or buffer.size < size or buffer.dtype != dtype:
-            buffer = self._buffers[name] = np.empty(size, dtype=dtype)
-        return buffer[:size].reshape(shape)
-
-    def derived(self, name: str, source: object, selected: slice, compute: Callable[[], np.ndarray]) -> np.ndarray:
-        """``compute()`` for ``source`` (a family) and its ``selected`` repetitions, kept while ``source`` is the same object."""
-        key = (name, id(source), selected.start, selected.stop, selected.step)
-        cached = self._derived.get(key)
-        if cached is None or cached[0] is not source:
-            cached = self._derived[key] = (source, compute())
-        return cached[1]
-
-
-def _round_to_bits(
-    family: LSQFamily,
-    points: np.ndarray,
-    rng: np.random.Generator,
-    repetitions: slice | None,
-    workspace: _Workspace,
-    precision: str = "float64",
-) -> np.ndarray:
-    """`ShuffledKDE.round_to_bits` writing into ``workspace`` (the result is a view of its buffer)."""
-    if type(family) is RandomFourierFeatures and precision == "float64":
-        return _round_fourier(family, points, rng, repetitions, workspace)
-    if type(family) is RandomFourierFeatures and precision == "exact":
-        return _round_fourier_exactly(family, points, rng, repetitions, workspace)
-    values = _features(family, points, repetitions, workspace, precision)
-    threshold = rng.random(out=workspace.take("uniforms", values.shape, np.float64))
-    threshold *= 2.0 * family.bound
-    threshold -= family.bound
-    return np.less(threshold, values, out=workspace.take("bits", values.shape, np.bool_)).view(np.int8)
-
-
-def _row_blocks(n_rows: int, width: int) -> Iterator[slice]:
-    """Consecutive blocks of rows of a ``(n_rows, width)`` array, about ``_CACHE_BLOCK_ENTRIES`` entries each."""
-    step = max(1, _CACHE_BLOCK_ENTRIES // max(1, width))
-    for start in range(0, n_rows, step):
-        yield slice(start, min(start + step, n_rows))
-
-
-def _features(
-    family: LSQFamily, points: np.ndarray, repetitions: slice | None, workspace: _Workspace, precision: str = "float64"
-) -> np.ndarray:
-    """``family.f(points)`` flattened to ``(m, |repetitions| * Q)``.
-
-    Random Fourier features are computed into a reused buffer: in ``"float64"`` (and ``"exact"``)
-    by the same operations as `RandomFourierFeatures.f` (a test checks the values are bit-for-bit
-    equal); in ``"float32"`` as ``sqrt(2) cos(w^T x + b)`` in single precision. Other families use
-    their own ``f``.
-    """
-    if type(family) is not RandomFourierFeatures:
-        values = family.f(points, repetitions=repetitions)
-        return values.reshape(values.shape[0], -1)
-    if precision != "float32":
-        turns, phase_turns = _fourier_turns(family, points, repetitions, workspace)
-        return fourier_features_of_turns(turns, phase_turns, out=turns)
-    selected = slice(None) if repetitions is None else repetitions
-    frequencies = family.frequencies[selected].astype(np.float32)
-    phases = family.phases[selected].astype(np.float32)
-    working = apply_projection(family.projection, points.astype(np.float32, copy=False))
-    values = workspace.take("features-float32", (working.shape[0], frequencies.shape[0]), np.float32)
-    np.matmul(working.astype(np.float32, copy=False), frequencies.T, out=values)
-    values += phases
-    np.cos(values, out=values)
-    values *= np.float32(math.sqrt(2.0))
-    return values
-
-
-def _round_fourier_exactly(
-    family: RandomFourierFeatures, points: np.ndarray, rng: np.random.Generator, repetitions: slice | None, workspace: _Workspace
-) -> np.ndarray:
-    """Bits for exactly the values `RandomFourierFeatures.f` returns, in cache-sized blocks of rows.
-
-    After the family's matmul, the features (`fourier_features_block`, elementwise: the values of
-    `_features`), the uniforms (drawn in the order of the whole array) and the comparison run on
-    blocks of rows that stay in cache.
-    """
-    turns, phase_turns = _fourier_turns(family, points, repetitions, workspace)
-    bits = workspace.take("bits", turns.shape, np.bool_)
-    for rows in _row_blocks(*turns.shape):
-        shape = turns[rows].shape
-        values = workspace.take("block-values", shape, np.float64)
-        scratch = workspace.take("block-turns", shape, np.float64), workspace.take("block-whole-turns", shape, np.float64)
-        fourier_features_block(turns[rows], phase_turns, values, *scratch)
-        threshold = rng.random(out=workspace.take("block-uniforms", shape, np.float64))
-        threshold *= 2.0 * family.bound
-        threshold -= family.bound
-        np.less(threshold, values, out=bits[rows])
-    return bits.view(np.int8)
-
-
-def _round_fourier(
-    family: RandomFourierFeatures, points: np.ndarray, rng: np.random.Generator, repetitions: slice | None, workspace: _Workspace
-) -> np.ndarray:
-    """``precision="float64"`` bits: ``U < p`` for `_fourier_probabilities`' ``p`` and float32 uniforms ``U``.
-
-    In cache-sized blocks of rows: the same probabilities and the same uniforms (drawn in the
-    order of the whole array) as comparing the whole arrays at once; only the working set is smaller.
-    """
-    turns, phase_turns = _fourier_turns(family, points, repetitions, workspace)
-    bits = workspace.take("bits", turns.shape, np.bool_)
-    scratch = _BlockScratch(turns.shape, workspace)
-    for rows, (reduced, whole, probabilities, uniforms) in scratch.blocks():
-        _probabilities_of_turns(turns[rows], phase_turns, probabilities, reduced, whole)
-        rng.random(out=uniforms, dtype=np.float32)
-        np.less(uniforms, probabilities, bits[rows])
-    return bits.view(np.int8)
-
-
-def _fourier_probabilities(
-    family: RandomFourierFeatures, points: np.ndarray, repetitions: slice | None, workspace: _Workspace
-) -> np.ndarray:
-    """Rounding probabilities ``(1 + f/R)/2 = cos^2(theta/2)`` of random Fourier features, float32, ``(m, I)``.
-
-    ``theta = w^T x + b`` is computed in turns, ``t = (w/2pi)^T x + b/2pi``, in float64 (matmul and
-    phase: the float64 angle of `RandomFourierFeatures.f`); ``t - rint(t)`` is the exact reduction
-    to ``[-1/2, 1/2]`` turns (a float64 subtraction of an integer, exact); only then is the angle
-    rounded to float32 and ``cos^2(pi (t - rint t))`` evaluated in float32. Errors: the float32
-    angle (the reduced turn, pi and their product rounded: below ``1.6e-7``), the float32 cosine
-    and square (a few units in ``2^-24``): together below ``FLOAT64_PROBABILITY_ERROR - 2^-24``.
-    """
-    turns, phase_turns = _fourier_turns(family, points, repetitions, workspace)
-    probabilities = workspace.take("probabilities", turns.shape, np.float32)
-    for rows, (reduced, whole, _, _) in _BlockScratch(turns.shape, workspace).blocks():
-        _probabilities_of_turns(turns[rows], phase_turns, probabilities[rows], reduced, whole)
-    return probabilities
-
-
-class _BlockScratch:
-    """Scratch arrays for the blocks of rows of an ``(m, I)`` rounding, taken from the workspace once."""
-
-    def __init__(self, shape: tuple[int, int], workspace: _Workspace) -> None:
-        self.n_rows, width = shape
-        self.step = max(1, _CACHE_BLOCK_ENTRIES // max(1, width))
-        block = (min(self.step, self.n_rows), width)
-        self.arrays = (
-            workspace.take("block-turns", block, np.float64),
-            workspace.take("block-whole-turns", block, np.float64),
-            workspace.take("block-probabilities", block, np.float32),
-            workspace.take("block-uniforms32", block, np.float32),
-        )
-
-    def blocks(self) -> Iterator[tuple[slice, tuple[np.ndarray, ...]]]:
-        """Each block's rows and its scratch arrays (reduced turns, whole turns, probabilities, uniforms)."""
-        for start in range(0, self.n_rows, self.step):
-            stop = min(start + self.step, self.n_rows)
-            arrays = self.arrays if stop - start == self.arrays[0].shape[0] else tuple(a[: stop - start] for a in self.arrays)
-            yield slice(start, stop), arrays
-
-
-def _fourier_turns(
-    family: RandomFourierFeatures, points: np.ndarray, repetitions: slice | None, workspace: _Workspace
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(w_i/2pi)^T x`` for every point and repetition, ``(m, I)`` float64 (as `RandomFourierFeatures.f`); phases in turns."""
-    selected = slice(None) if repetitions is None else repetitions
-    turn_frequencies = workspace.derived("turn-frequencies", family, selected, lambda: family.turn_frequencies(selected))
-    working = apply_projection(family.projection, points.astype(np.float64, copy=False))
-    turns = workspace.take("turns", (working.shape[0], turn_frequencies.shape[0]), np.float64)
-    np.matmul(working, turn_frequencies.T, out=turns)
-    return turns, family.turn_phases(selected)
-
-
-def _probabilities_of_turns(
-    turns: np.ndarray, phase_turns: np.ndarray, out: np.ndarray, reduced: np.ndarray, whole: np.ndarray
-) -> None:
-    """``cos^2(pi (t - rint t))`` of ``t = turns + phase_turns`` into the float32 ``out`` (a block that fits in cache)."""
-    np.add(turns, phase_turns, reduced)
-    np.rint(reduced, whole)
-    np.subtract(reduced, whole, reduced)  # in [-1/2, 1/2], exactly
-    np.multiply(reduced, _PI32, out, dtype=np.float32)  # half the angle, float32
-    np.cos(out, out)
-    np.square(out, out)
-
-
-_PI32 = np.float32(math.pi)
-
-
-#: 3NB's default flooding inside the KDE: "communication" with this factor where its RMSE is within 1% (`from_privacy`).
-KDE_FLOODING_VARIANCE_FACTOR = 4.0
-FLOODING_RMSE_TOLERANCE = 0.01
-
-
-def _floods_for_communication_by_default(
-    protocol: type[BitSumProtocol], calibration: str, accounting: str, delta: float, options: Mapping[str, Any]
-) -> bool:
-    names = calibration_option_names(protocol) or ()
-    offered = "flooding" in names and "variance_factor" in names
-    return offered and "flooding" not in options and calibration == "tight" and accounting == "tight" and delta > 0
-
-
-# Keywords of a bit sum's ``from_privacy`` that the KDE's calibration sets itself.
-_CALIBRATION_KEYWORDS = frozenset({"epsilon", "delta", "n_users", "calibration"})
-
-
-def calibration_option_names(protocol: type[BitSumProtocol]) -> tuple[str, ...] | None:
-    """The keywords of ``protocol.from_privacy`` a caller may pass through ``protocol_options``.
-
-    Every keyword-only argument except those the KDE's calibration sets itself (``epsilon``,
-    ``delta``, ``n_users``, ``calibration``); ``None`` when ``from_privacy`` takes ``**kwargs``
-    (the protocol then checks its own keywords).
-    """
-    parameters = inspect.signature(protocol.from_privacy).parameters.values()
-    if any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters):
-        return None
-    return tuple(p.name for p in parameters if p.kind is p.KEYWORD_ONLY and p.name not in _CALIBRATION_KEYWORDS)
-
-
-def _check_protocol_options(protocol: type[BitSumProtocol], options: Mapping[str, Any], owner: str) -> None:
-    """Every option names a keyword of ``protocol.from_privacy`` that the calibration does not set."""
-    accepted = calibration_option_names(protocol)
-    unknown = [] if accepted is None else sorted(set(options) - set(accepted))
-    if unknown:
-        expected = f"keywords {protocol.__name__}.from_privacy takes besides those the KDE sets: {list(accepted)}"
-        raise invalid("protocol_options", owner, expected, unknown)
 
 
 def _kde_guarantee(
@@ -818,13 +501,16 @@ def _seed_guarantee(instance: PrivacyGuarantee, touched: int, repetitions: int, 
     return PrivacyGuarantee(epsilon, total_delta, instance.neighbouring)
 
 
-def touched_per_repetition(family: LSQFamily) -> int:
-    """``min(Q, 2S)``: coordinates of one repetition a replace-one change can alter."""
-    if not isinstance(family, LSQFamily):
-        raise invalid("family", "touched_per_repetition", "an LSQFamily", type(family).__name__)
-    return min(family.n_coordinates, 2 * family.sparsity)
-
-
 def _is_nested_list(x: Any) -> bool:
     """A list of points (rather than an iterable of chunks): its items are scalars' sequences."""
     return isinstance(x, (list, tuple)) and len(x) > 0 and not isinstance(x[0], np.ndarray) and np.ndim(x[0]) == 1
+
+
+#: The KDE's 3NB flooding constants moved to `privsum.bitsum.noise` (deprecated here; removed in the next release).
+__getattr__ = moved_attribute_getter(
+    __name__,
+    {
+        "KDE_FLOODING_VARIANCE_FACTOR": "privsum.bitsum.noise:COMPOSITION_VARIANCE_FACTOR",
+        "FLOODING_RMSE_TOLERANCE": "privsum.bitsum.noise:COMPOSITION_RMSE_TOLERANCE",
+    },
+)

@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import privsum.kde.protocol as protocol_module
+import privsum.kde._rounding as rounding
 from privsum.bitsum import ExactBitSum
 from privsum.kde import ShuffledKDE
 from privsum.lsq import FastJLT, RandomFourierFeatures
 from privsum.testing import assert_mean
 
 # The float32 probabilities' share of the stated error; float32 uniforms add their 2^-24 grid.
-PROBABILITY_ERROR = protocol_module.FLOAT64_PROBABILITY_ERROR - 2.0**-24
+PROBABILITY_ERROR = rounding.FLOAT64_PROBABILITY_ERROR - 2.0**-24
 
 
 def _exact_probabilities(family, points, repetitions=None):
@@ -27,7 +27,7 @@ def _exact_probabilities(family, points, repetitions=None):
 def test_probabilities_are_within_the_stated_error(scale, repetitions):
     family = RandomFourierFeatures(dimension=768, n_repetitions=96, bandwidth=0.1, seed=2)
     points = np.random.default_rng(3).standard_normal((120, 768)) * (scale / math.sqrt(768))
-    fast = protocol_module._fourier_probabilities(family, points, repetitions, protocol_module._Workspace())
+    fast = rounding.fourier_probabilities(family, points, repetitions, rounding.Workspace())
     exact = _exact_probabilities(family, points, repetitions)
     assert fast.dtype == np.float32 and fast.shape == exact.shape
     assert np.max(np.abs(fast.astype(np.float64) - exact)) <= PROBABILITY_ERROR
@@ -37,7 +37,7 @@ def test_projected_family_probabilities_are_within_the_stated_error():
     projection = FastJLT(input_dimension=40, output_dimension=16, seed=1)
     family = RandomFourierFeatures(dimension=40, n_repetitions=30, seed=4, projection=projection)
     points = np.random.default_rng(5).standard_normal((50, 40))
-    fast = protocol_module._fourier_probabilities(family, points, None, protocol_module._Workspace())
+    fast = rounding.fourier_probabilities(family, points, None, rounding.Workspace())
     assert np.max(np.abs(fast - _exact_probabilities(family, points))) <= PROBABILITY_ERROR
 
 
@@ -48,11 +48,11 @@ def test_fast_rounding_differs_from_exact_probabilities_only_where_the_uniform_f
     (one-sided, alpha = 1e-6)."""
     family = RandomFourierFeatures(dimension=64, n_repetitions=500, seed=6)
     points = np.random.default_rng(7).standard_normal((2000, 64)) / 8.0
-    fast = protocol_module._round_to_bits(family, points, np.random.default_rng(8), None, protocol_module._Workspace())
+    fast = rounding.round_to_bits(family, points, np.random.default_rng(8), None, rounding.Workspace())
     exact_probabilities = _exact_probabilities(family, points)
     uniforms = np.random.default_rng(8).random(exact_probabilities.shape, dtype=np.float32)
     exact = uniforms.astype(np.float64) < exact_probabilities
-    probabilities = protocol_module._fourier_probabilities(family, points, None, protocol_module._Workspace())
+    probabilities = rounding.fourier_probabilities(family, points, None, rounding.Workspace())
     mean_differences = float((np.abs(probabilities - exact_probabilities) + 2.0**-24).sum())
     limit = stats.poisson.isf(1e-6, mean_differences)
     assert int(np.count_nonzero(fast != exact)) <= limit
@@ -64,8 +64,8 @@ def test_fast_rounding_is_unbiased_for_the_exact_features():
     points = np.random.default_rng(10).standard_normal((3, 3))
     expected = _exact_probabilities(family, points)
     rng = np.random.default_rng(11)
-    workspace = protocol_module._Workspace()
-    draws = np.array([protocol_module._round_to_bits(family, points, rng, None, workspace).copy() for _ in range(5000)])
+    workspace = rounding.Workspace()
+    draws = np.array([rounding.round_to_bits(family, points, rng, None, workspace).copy() for _ in range(5000)])
     for user in range(3):
         for column in range(6):
             p = expected[user, column]
@@ -86,14 +86,14 @@ def test_blocked_rounding_equals_rounding_the_whole_array_at_once(repetitions):
     whole arrays at once."""
     family = RandomFourierFeatures(dimension=20, n_repetitions=500, seed=12)
     points = np.random.default_rng(13).standard_normal((300, 20))  # several blocks of rows
-    assert points.shape[0] * 500 > 2 * protocol_module._CACHE_BLOCK_ENTRIES
-    fast = protocol_module._round_to_bits(family, points, np.random.default_rng(14), repetitions, protocol_module._Workspace())
-    probabilities = protocol_module._fourier_probabilities(family, points, repetitions, protocol_module._Workspace())
+    assert points.shape[0] * 500 > 2 * rounding.CACHE_BLOCK_ENTRIES
+    fast = rounding.round_to_bits(family, points, np.random.default_rng(14), repetitions, rounding.Workspace())
+    probabilities = rounding.fourier_probabilities(family, points, repetitions, rounding.Workspace())
     uniforms = np.random.default_rng(14).random(probabilities.shape, dtype=np.float32)
     assert np.array_equal(uniforms * 2**24, np.floor(uniforms * 2**24))  # the 2^-24 grid: P(U < p) = ceil(p 2^24) / 2^24
     assert np.array_equal(fast, (uniforms < probabilities).astype(np.int8))
-    workspace = protocol_module._Workspace()
-    exact = protocol_module._round_to_bits(family, points, np.random.default_rng(14), repetitions, workspace, "exact")
+    workspace = rounding.Workspace()
+    exact = rounding.round_to_bits(family, points, np.random.default_rng(14), repetitions, workspace, "exact")
     features = family.f(points, repetitions=repetitions).reshape(points.shape[0], -1)
     threshold = np.random.default_rng(14).random(features.shape) * (2 * family.bound) - family.bound
     assert np.array_equal(exact, (threshold < features).astype(np.int8))

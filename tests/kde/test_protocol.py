@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import privsum.kde._rounding as rounding
 import privsum.kde.protocol as protocol_module
 from privsum.accounting.guarantee import Neighbouring
 from privsum.bitsum import (
@@ -321,9 +322,9 @@ def test_in_place_fourier_features_equal_the_familys_bit_for_bit(bandwidth: floa
     projection = FastJLT(input_dimension=12, output_dimension=8, seed=3) if projected else None
     family = RandomFourierFeatures(dimension=12, n_repetitions=50, bandwidth=bandwidth, seed=4, projection=projection)
     points = unit_points(37, 12, dimension=12)
-    workspace = protocol_module._Workspace()
+    workspace = rounding.Workspace()
     workspace.take("turns", (100, 100), np.float64).fill(np.nan)  # a larger, dirty buffer is reused
-    fast = protocol_module._features(family, points, repetitions, workspace)
+    fast = rounding.features(family, points, repetitions, workspace)
     expected = family.f(points, repetitions=repetitions)
     assert np.array_equal(fast, expected.reshape(expected.shape[0], -1))
 
@@ -334,8 +335,8 @@ def test_rounded_bits_have_the_feature_probabilities() -> None:
     points = unit_points(4, 13)
     expected = (1.0 + family.f(points).reshape(4, -1) / family.bound) / 2.0
     rng = np.random.default_rng(14)
-    workspace = protocol_module._Workspace()
-    draws = np.array([protocol_module._round_to_bits(family, points, rng, None, workspace).copy() for _ in range(4000)])
+    workspace = rounding.Workspace()
+    draws = np.array([rounding.round_to_bits(family, points, rng, None, workspace).copy() for _ in range(4000)])
     for user in range(4):
         for column in range(5):
             p = expected[user, column]
@@ -346,7 +347,7 @@ def test_single_precision_features_are_close_to_the_familys() -> None:
     """``precision="float32"`` features (at the benchmark's d = 768) are within 1e-4 of ``family.f``."""
     family = RandomFourierFeatures(dimension=768, n_repetitions=64, seed=5)
     points = unit_points(50, 15, dimension=768)
-    single = protocol_module._features(family, points, None, protocol_module._Workspace(), "float32")
+    single = rounding.features(family, points, None, rounding.Workspace(), "float32")
     assert single.dtype == np.float32
     np.testing.assert_allclose(single, family.f(points).reshape(50, -1), rtol=0, atol=1e-4)
 

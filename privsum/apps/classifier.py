@@ -28,7 +28,10 @@ from privsum._validation import (
 from privsum.accounting.accountant import PrivacyAccountant
 from privsum.accounting.events import GuaranteeEvent, ParallelEvent
 from privsum.accounting.guarantee import PrivacyGuarantee, ThreatModel
-from privsum.apps._estimator import ClassifierBase, DataConversionWarning, NotFittedError
+from privsum.apps._densities import densities_at, probabilities_from_densities
+from privsum.apps._estimator import ClassifierBase, NotFittedError
+from privsum.apps._inputs import check_labels, check_points
+from privsum.apps.decoding import DECODING_SCORES, decode_class, decode_classes
 from privsum.apps.labels import label_event, randomize_labels
 from privsum.bitsum import PROTOCOLS as BIT_SUM_PROTOCOLS
 from privsum.exceptions import KernelScaleWarning, PrivacyLeakWarning
@@ -52,6 +55,7 @@ __all__ = [
     "ShuffledKDEClassifier",
     "decode_class",
     "decode_classes",
+    "probabilities_from_densities",
     "protocol_option_names",
 ]
 
@@ -69,8 +73,6 @@ KERNELS = ("gaussian", "ip", "lsh")
 #: vector sum, or not at all (labels treated as public).
 LABEL_PRIVACY = ("round", "joint", "clear")
 _MIN_CLASS_USERS = 2
-# Query points x features evaluated at once by `class_densities`.
-_QUERY_ENTRIES = 1 << 21
 
 
 class ShuffledKDEClassifier(ClassifierBase):
@@ -214,8 +216,8 @@ class ShuffledKDEClassifier(ClassifierBase):
         kind before collection.
         """
         owner = type(self).__name__
-        points = _check_points(X, owner)
-        labels = _check_labels(y, points.shape[0], owner)
+        points = check_points(X, owner)
+        labels = check_labels(y, points.shape[0], owner)
         self._check_parameters()
         self.classes_ = self._resolve_classes(labels)
         self.n_features_in_ = points.shape[1]
@@ -494,9 +496,9 @@ class ShuffledKDEClassifier(ClassifierBase):
     def class_densities(self, X: Any) -> np.ndarray:
         """Private density of each class at each point, shape ``(n, n_classes)``; empty classes get ``-inf``."""
         self._check_fitted()
-        points = _check_points(X, type(self).__name__, n_features=self.n_features_in_)
+        points = check_points(X, type(self).__name__, n_features=self.n_features_in_)
         points = self.family_.check_points(points, "X")
-        return _densities_at(self.densities_, self.family_, points)
+        return densities_at(self.densities_, self.family_, points)
 
     def decision_function(self, X: Any) -> np.ndarray:
         """scikit-learn's convention: `class_densities` for three or more classes; for two, one score per point.
@@ -522,8 +524,8 @@ class ShuffledKDEClassifier(ClassifierBase):
         Post-processing of the released model: no extra privacy cost.
         """
         owner = type(self).__name__
-        points = _check_points(X, owner)
-        labels = _check_labels(y, points.shape[0], owner)
+        points = check_points(X, owner)
+        labels = check_labels(y, points.shape[0], owner)
         correct = np.asarray(self.predict(points) == labels, dtype=float)
         if sample_weight is None:
             return float(correct.mean())
@@ -556,10 +558,6 @@ class ShuffledKDEClassifier(ClassifierBase):
             raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; call 'fit' first.")
 
 
-#: How `decode_class` ranks the vocabulary.
-DECODING_SCORES = ("log_ratio", "density")
-
-
 def protocol_option_names(protocol: str) -> tuple[str, ...]:
     """The ``protocol_options`` names a classifier ``protocol`` accepts (empty for vector sums and ``"exact"``).
 
@@ -581,236 +579,3 @@ def _calibration_size(size: int) -> int:
     """``size`` rounded down to two significant digits (at least ``_MIN_CLASS_USERS``)."""
     scale = 10 ** max(0, len(str(size)) - 2)
     return max(_MIN_CLASS_USERS, size // scale * scale)
-
-
-def decode_class(
-    model: Any,
-    label: Any,
-    words: Any,
-    embeddings: Any,
-    *,
-    top_k: int = 10,
-    score: str = "log_ratio",
-    floor_quantile: float = 0.9,
-) -> list[str]:
-    """The ``top_k`` words of a public vocabulary that best describe ``label`` under the private model.
-
-    Args:
-        model: a fitted `ShuffledKDEClassifier`, or a fitted scikit-learn ``Pipeline`` whose last
-            step is one (the embeddings then pass through the earlier steps' ``transform`` first).
-        label: one of the model's classes.
-        words: the vocabulary, one word per row of ``embeddings``.
-        embeddings: ``(len(words), d)`` public embeddings of the words (before the pipeline's steps).
-        top_k: how many words to return.
-        score: ``"log_ratio"`` (default) ranks by ``log K_c(v) - log mean_c' K_c'(v)``, the class's
-            density relative to the mean over all classes with a released density, so words
-            that are dense for every class (generic words) do not top every list.
-            ``"density"`` ranks by the class's own density ``K_c(v)`` (Wagner, ICLR 2025,
-            section 3.3).
-        floor_quantile: for ``"log_ratio"``, every released density below this quantile of all
-            of them (over classes and words) is raised to it first: the ratio of two small noisy
-            densities is noise (and a noisy release can be zero or negative), so only words where
-            the class is dense can rank high; ties are broken by the class's density. In ``[0, 1)``.
-
-    Privacy:
-        Post-processing of the fitted model with public data: no further cost.
-
-    Examples:
-        >>> rng = np.random.default_rng(1)
-        >>> X = np.vstack([rng.normal([3, 0], 0.3, (200, 2)), rng.normal([-3, 0], 0.3, (200, 2))])
-        >>> model = ShuffledKDEClassifier(classes=[0, 1], protocol="exact", n_repetitions=64, random_state=0)
-        >>> model = model.fit(X, np.repeat([0, 1], 200))
-        >>> decode_class(model, 0, ["east", "west"], np.array([[3.0, 0.0], [-3.0, 0.0]]), top_k=1)
-        ['east']
-    """
-    return decode_classes(
-        model, words, embeddings, labels=[label], top_k=top_k, score=score, floor_quantile=floor_quantile, owner="decode_class"
-    )[label]
-
-
-def decode_classes(
-    model: Any,
-    words: Any,
-    embeddings: Any,
-    *,
-    labels: Any = None,
-    top_k: int = 10,
-    score: str = "log_ratio",
-    floor_quantile: float = 0.9,
-    owner: str = "decode_classes",
-) -> dict[Any, list[str]]:
-    """`decode_class` for several classes at once (default: every class), evaluating each density once.
-
-    Args:
-        model: as in `decode_class`.
-        words: as in `decode_class`.
-        embeddings: as in `decode_class`.
-        labels: the classes to decode (default: all of ``model.classes_``).
-        top_k: how many words per class.
-        score: as in `decode_class`.
-        floor_quantile: as in `decode_class`.
-        owner: the name used in error messages.
-
-    Privacy:
-        Post-processing of the fitted model with public data: no further cost.
-    """
-    if not isinstance(owner, str):
-        raise invalid("owner", "decode_classes", "a string", owner)
-    model, transform = _classifier_of(model, owner)
-    model._check_fitted()
-    labels = list(model.classes_) if labels is None else _sequence(labels, "labels", owner)
-    indices = {}
-    for label in labels:
-        if isinstance(label, (np.ndarray, list, dict, set)):  # not one label (unhashable, or compared elementwise)
-            raise invalid("label", owner, f"one of {model.classes_.tolist()}", label)
-        matches = np.flatnonzero(model.classes_ == label)
-        if matches.size != 1:
-            raise invalid("label", owner, f"one of {model.classes_.tolist()}", label)
-        indices[label] = int(matches[0])
-    top_k = check_integer(top_k, "top_k", owner, low=1)
-    score = check_choice(score, "score", owner, DECODING_SCORES)
-    floor_quantile = check_real(floor_quantile, "floor_quantile", owner, low=0.0, high=1.0, high_open=True)
-    words = _sequence(words, "words", owner)
-    if not all(isinstance(word, str) for word in words):
-        raise invalid("words", owner, "a sequence of strings", next(w for w in words if not isinstance(w, str)))
-    vectors = check_array(embeddings, "embeddings", owner, ndim=2)
-    if vectors.shape[0] != len(words):
-        raise invalid("embeddings", owner, f"one row per word ({len(words)})", f"shape {vectors.shape}")
-    if transform is not None:
-        vectors = transform(vectors)
-    needed = range(len(model.densities_)) if score == "log_ratio" else set(indices.values())
-    evaluated = [density if c in needed else None for c, density in enumerate(model.densities_)]
-    with refusals_as(owner, {"queries": "embeddings", "points": "embeddings"}):
-        values = _densities_at(evaluated, model.family_, model.family_.check_points(vectors, "embeddings"))
-    densities = {c: values[:, c] for c in needed if evaluated[c] is not None}
-    scores = _log_ratio_scores(densities, floor_quantile) if score == "log_ratio" and densities else densities
-    decoded = {}
-    for label, index in indices.items():
-        if index not in densities:  # no user reported this class: nothing was released for it
-            decoded[label] = []
-            continue
-        order = np.lexsort((-densities[index], -scores[index]))[:top_k]  # ties (all floored): the higher density first
-        decoded[label] = [words[i] for i in order]
-    return decoded
-
-
-def _sequence(values: Any, name: str, owner: str) -> list[Any]:
-    """``list(values)`` for a sequence or array (a string, a number or None refused)."""
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__") or getattr(values, "ndim", 1) == 0:
-        raise invalid(name, owner, "a sequence", type(values).__name__)
-    return list(values)
-
-
-def _classifier_of(model: Any, owner: str) -> tuple[ShuffledKDEClassifier, Any]:
-    """The classifier and, for a scikit-learn ``Pipeline`` ending in one, the transform of its earlier steps."""
-    if isinstance(model, ShuffledKDEClassifier):
-        return model, None
-    steps = getattr(model, "steps", None)
-    if isinstance(steps, list) and steps and isinstance(steps[-1][1], ShuffledKDEClassifier):
-        return steps[-1][1], (model[:-1].transform if len(steps) > 1 else None)
-    raise invalid("model", owner, "a ShuffledKDEClassifier or a Pipeline ending in one", type(model).__name__)
-
-
-def _log_ratio_scores(densities: dict[int, np.ndarray], floor_quantile: float) -> dict[int, np.ndarray]:
-    """``log K_c - log mean_c' K_c'`` over the released densities, each raised to their ``floor_quantile`` first."""
-    values = np.array(list(densities.values()))
-    floor = max(float(np.quantile(values, floor_quantile)), float(np.finfo(float).tiny))
-    values = np.maximum(values, floor)
-    log_mean = np.log(values.mean(axis=0))
-    return {c: np.log(values[position]) - log_mean for position, c in enumerate(densities)}
-
-
-def probabilities_from_densities(densities: np.ndarray) -> np.ndarray:
-    """`ShuffledKDEClassifier.predict_proba` from a ``(n, n_classes)`` array of densities (``-inf``: no density).
-
-    Examples:
-        >>> probabilities_from_densities(np.array([[0.3, 0.1, -0.2], [-0.1, -0.3, -np.inf]])).round(3).tolist()
-        [[0.75, 0.25, 0.0], [1.0, 0.0, 0.0]]
-    """
-    densities = np.asarray(densities, dtype=float)
-    released = np.isfinite(densities)
-    support = np.where(released, np.maximum(densities, 0.0), 0.0)
-    totals = support.sum(axis=1, keepdims=True)
-    probabilities = np.divide(support, totals, out=np.zeros_like(support), where=totals > 0)
-    weak = totals[:, 0] <= 0
-    if np.any(weak):
-        values, live = densities[weak], released[weak]
-        lowest = np.where(live, values, np.inf).min(axis=1, keepdims=True)
-        shifted = np.where(live, values - np.where(np.isfinite(lowest), lowest, 0.0), 0.0)
-        spread = shifted.sum(axis=1, keepdims=True)
-        n_live = live.sum(axis=1, keepdims=True)
-        uniform = np.where(n_live > 0, live / np.maximum(n_live, 1), 1.0 / densities.shape[1])
-        probabilities[weak] = np.where(spread > 0, shifted / np.where(spread > 0, spread, 1.0), uniform)
-    return probabilities
-
-
-def _densities_at(densities: list[KDEFunction | None], family: LSQFamily, points: np.ndarray) -> np.ndarray:
-    """Every class's `KDEFunction` at ``points`` (``-inf`` for empty classes), the query features computed once.
-
-    The same values as calling each density (``g(y) @ F / (n I)``), as one matrix product per
-    chunk of query points instead of one feature map per class.
-    """
-    width = family.n_repetitions * family.n_coordinates
-    values = np.full((points.shape[0], len(densities)), -np.inf)
-    live = [c for c, d in enumerate(densities) if d is not None]
-    if not live or points.shape[0] == 0:
-        return values
-    weights = np.stack([densities[c].coefficients.ravel() / (densities[c].n_users * family.n_repetitions) for c in live], axis=1)
-    step = max(1, _QUERY_ENTRIES // width)
-    for start in range(0, points.shape[0], step):
-        chunk = points[start : start + step]
-        values[start : start + step, live] = family.g(chunk).reshape(chunk.shape[0], width) @ weights
-    return values
-
-
-def _check_points(X: Any, owner: str, *, n_features: int | None = None) -> np.ndarray:
-    """Dense, finite, real ``(n_samples, n_features)`` points; every refusal names ``X``."""
-    if hasattr(X, "toarray") and hasattr(X, "nnz"):
-        raise invalid("X", owner, "a dense array (sparse input is not supported)", type(X).__name__)
-    try:
-        array = np.asarray(X)
-    except (TypeError, ValueError) as error:
-        raise invalid("X", owner, "a rectangular array of real numbers", f"an unconvertible input ({error})") from error
-    if array.dtype == object:
-        try:
-            array = array.astype(float)
-        except (TypeError, ValueError, OverflowError) as error:
-            raise invalid("X", owner, "an array of real numbers", f"an object array ({error})") from error
-    if np.iscomplexobj(array):
-        raise invalid("X", owner, "an array of real numbers (Complex data not supported)", f"dtype {array.dtype}")
-    if array.ndim != 2:
-        raise invalid(
-            "X", owner, "a 2-D array (n_samples, n_features): Reshape your data with X.reshape(-1, 1)", f"shape {array.shape}"
-        )
-    if array.shape[1] == 0:
-        raise invalid("X", owner, "at least one feature", f"0 feature(s) (shape={array.shape}) while a minimum of 1 is required")
-    if n_features is not None and array.shape[1] != n_features:
-        raise invalid(
-            "X",
-            owner,
-            f"{n_features} features",
-            f"X has {array.shape[1]} features, but {owner} is expecting {n_features} features as input",
-        )
-    return check_array(array, "X", owner, ndim=2)
-
-
-def _check_labels(y: Any, n_samples: int, owner: str) -> np.ndarray:
-    """One label per sample; a column vector is flattened with a `DataConversionWarning`."""
-    if y is None:
-        raise invalid("y", owner, "labels (this estimator requires y to be passed, but the target y is None)", None)
-    try:
-        labels = np.asarray(y)
-    except (TypeError, ValueError) as error:
-        raise invalid("y", owner, "a 1-D array of labels", f"an unconvertible input ({error})") from error
-    if labels.ndim == 2 and labels.shape[1] == 1:
-        warnings.warn(
-            "A column-vector y was passed when a 1d array was expected; it is flattened to shape (n_samples,).",
-            DataConversionWarning,
-            stacklevel=3,
-        )
-        labels = labels.ravel()
-    if labels.ndim != 1 or labels.shape[0] != n_samples:
-        raise invalid("y", owner, f"a 1-D array with one label per row of X ({n_samples})", f"shape {labels.shape}")
-    if labels.dtype.kind in "fc" and not np.all(np.isfinite(labels)):
-        raise invalid("y", owner, "finite labels", "labels with NaN or infinity (Input y contains NaN)")
-    return labels

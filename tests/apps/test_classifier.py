@@ -176,7 +176,8 @@ def test_decoding_shares_the_query_features_and_ranks_as_each_released_function(
     """`decode_classes` computes the vocabulary's features once for all classes (one matrix product with
     the stacked coefficients); the densities equal each class's `KDEFunction` to 1e-12 relative, and
     the decoded lists are those of ranking each function's own values (with a class left empty)."""
-    from privsum.apps.classifier import _densities_at, _log_ratio_scores
+    from privsum.apps._densities import densities_at
+    from privsum.apps.decoding import _log_ratio_scores
 
     rng = np.random.default_rng(10)
     X, y = blobs(rng, 200)
@@ -188,7 +189,7 @@ def test_decoding_shares_the_query_features_and_ranks_as_each_released_function(
     words = [f"w{i}" for i in range(400)]
     embeddings = rng.normal(0.0, 2.0, (400, 2))
     each = {c: d(embeddings) for c, d in enumerate(model.densities_) if d is not None}
-    shared = _densities_at(model.densities_, model.family_, embeddings)
+    shared = densities_at(model.densities_, model.family_, embeddings)
     for c, values in each.items():
         np.testing.assert_allclose(shared[:, c], values, rtol=1e-12, atol=1e-15)
     scores = _log_ratio_scores(each, 0.9) if score == "log_ratio" else each

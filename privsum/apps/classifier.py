@@ -25,26 +25,18 @@ from privsum._validation import (
     invalid,
     refusals_as,
 )
-from privsum.accounting.accountant import PrivacyAccountant
-from privsum.accounting.events import GuaranteeEvent, ParallelEvent
 from privsum.accounting.guarantee import PrivacyGuarantee, ThreatModel
+from privsum.apps._class_rounds import PROTOCOLS, VECTOR_PROTOCOLS, ClassKDERounds
 from privsum.apps._densities import densities_at, probabilities_from_densities
 from privsum.apps._estimator import ClassifierBase, NotFittedError
 from privsum.apps._inputs import check_labels, check_points
 from privsum.apps.decoding import DECODING_SCORES, decode_class, decode_classes
-from privsum.apps.labels import label_event, randomize_labels
-from privsum.bitsum import PROTOCOLS as BIT_SUM_PROTOCOLS
+from privsum.apps.labels import randomize_labels
 from privsum.exceptions import KernelScaleWarning, PrivacyLeakWarning
 from privsum.kde._scale import warn_if_degenerate_scale
 from privsum.kde.calibration import calibration_option_names
-from privsum.kde.function import KDEFunction
-from privsum.kde.joint import JointClassKDE
-from privsum.kde.protocol import ShuffledKDE
-from privsum.kde.vector import VectorSumKDE
 from privsum.lsq import IdentityFeatures, LSQFamily, RandomFourierFeatures, RandomSigns, SignedRandomProjection
 from privsum.shuffle.robustness import check_malicious
-from privsum.sums.central_vector import CentralGaussianVectorSum, ExactVectorSum
-from privsum.sums.skellam import SkellamVectorSum
 
 __all__ = [
     "DECODING_SCORES",
@@ -59,23 +51,13 @@ __all__ = [
     "protocol_option_names",
 ]
 
-#: The bit sums by name (`privsum.bitsum.PROTOCOLS`), then the vector sums.
-PROTOCOLS: dict[str, type] = {
-    **BIT_SUM_PROTOCOLS,
-    "vector": SkellamVectorSum,
-    "central-gaussian": CentralGaussianVectorSum,
-    "exact-vector": ExactVectorSum,
-}
-#: Protocols that sum each class's feature vectors at once (`privsum.kde.VectorSumKDE`); the others are bit sums.
-VECTOR_PROTOCOLS = ("vector", "central-gaussian", "exact-vector")
 KERNELS = ("gaussian", "ip", "lsh")
 #: How labels are protected: a randomized-response round paid from ``epsilon``, inside one joint
 #: vector sum, or not at all (labels treated as public).
 LABEL_PRIVACY = ("round", "joint", "clear")
-_MIN_CLASS_USERS = 2
 
 
-class ShuffledKDEClassifier(ClassifierBase):
+class ShuffledKDEClassifier(ClassKDERounds, ClassifierBase):
     """Highest-density-class classifier trained with shuffled differential privacy.
 
     ``fit`` runs the protocol of section 3.3 of Wagner (ICLR 2025): every user reports a label through m-ary
@@ -315,131 +297,6 @@ class ShuffledKDEClassifier(ClassifierBase):
             return RandomSigns(dimension=dimension, n_repetitions=repetitions, seed=seed)
         return SignedRandomProjection(dimension=dimension, n_repetitions=repetitions, n_bits=self.lsh_bits, seed=seed)
 
-    def _fit_joint(self, points: np.ndarray, encoded: np.ndarray, rng: np.random.Generator) -> list[KDEFunction | None]:
-        """Every class's KDE and noisy size from one joint vector sum (`JointClassKDE`); no label round."""
-        joint = JointClassKDE.from_privacy(
-            family=self.family_,
-            n_classes=len(self.classes_),
-            protocol=PROTOCOLS[self.protocol],
-            **self._vector_budget(),
-            n_users=points.shape[0],
-        )
-        densities, sizes = joint.run(points, encoded, rng=rng)
-        self.protocols_ = [joint]
-        self.class_counts_ = sizes
-        return [d if size >= _MIN_CLASS_USERS else None for d, size in zip(densities, sizes, strict=True)]
-
-    def _split_budget(self) -> tuple[float, float]:
-        """``(label round epsilon, KDE epsilon)``: ``inf`` for clear labels, 0 for the joint sum's (no label round)."""
-        if self.label_privacy == "clear":
-            return math.inf, self.epsilon
-        if self.label_privacy == "joint":
-            return 0.0, self.epsilon
-        label_epsilon = self.label_budget_fraction * self.epsilon
-        kde_epsilon = self.epsilon - label_epsilon
-        if label_epsilon + kde_epsilon > self.epsilon:  # rounding: the parts never add up to more than epsilon
-            kde_epsilon = math.nextafter(kde_epsilon, 0.0)
-        return label_epsilon, kde_epsilon
-
-    def _vector_budget(self) -> dict[str, float]:
-        if self.protocol == "exact-vector":
-            return {"epsilon": math.inf, "delta": 0.0}
-        return {"epsilon": self.kde_epsilon_, "delta": self.delta}
-
-    def _fit_vector_classes(self, points: np.ndarray, reported: np.ndarray, rng: np.random.Generator) -> list[KDEFunction | None]:
-        """One `VectorSumKDE` per reported class, each calibrated for its own size."""
-        calibrated: dict[int, VectorSumKDE] = {}
-        densities: list[KDEFunction | None] = []
-        self.protocols_: list[ShuffledKDE | VectorSumKDE | JointClassKDE | None] = []
-        for c in range(len(self.classes_)):
-            members = points[reported == c]
-            size = members.shape[0]
-            if size < _MIN_CLASS_USERS:
-                densities.append(None)
-                self.protocols_.append(None)
-                continue
-            if size not in calibrated:
-                calibrated[size] = VectorSumKDE.from_privacy(
-                    family=self.family_, protocol=PROTOCOLS[self.protocol], **self._vector_budget(), n_users=size
-                )
-            self.protocols_.append(calibrated[size])
-            densities.append(calibrated[size].run(members, rng=rng))
-        if all(d is None for d in densities):
-            sizes = np.bincount(reported, minlength=len(self.classes_)).tolist()
-            raise invalid("y", type(self).__name__, f"at least one class with {_MIN_CLASS_USERS} reported users", sizes)
-        return densities
-
-    def _fit_classes(self, points: np.ndarray, reported: np.ndarray, rng: np.random.Generator) -> list[KDEFunction | None]:
-        """One KDE per reported class, each calibrated for its own reported (noisy) size ``n_c``.
-
-        A class with more users needs less noise for the same per-class ``(epsilon, delta)``, so
-        each class's bit sums are calibrated for its own ``n_c``, rounded down to two significant
-        digits (so that classes of similar size share one calibration; a calibration for fewer
-        users than take part stays valid: the extra users' reports are independent of the
-        target, post-processing). Each user's point enters one class's KDE only (parallel composition), so the
-        KDE part's guarantee is the largest of the classes' guarantees, each at most the target.
-        """
-        if self.protocol in VECTOR_PROTOCOLS:
-            return self._fit_vector_classes(points, reported, rng)
-        sizes = [int(np.count_nonzero(reported == c)) for c in range(len(self.classes_))]
-        if not any(size >= _MIN_CLASS_USERS for size in sizes):
-            raise invalid("y", type(self).__name__, f"at least one class with {_MIN_CLASS_USERS} reported users", sizes)
-        calibrated: dict[int, ShuffledKDE] = {}
-        densities: list[KDEFunction | None] = []
-        self.protocols_: list[ShuffledKDE | None] = []
-        for c, size in enumerate(sizes):
-            if size < _MIN_CLASS_USERS:
-                densities.append(None)
-                self.protocols_.append(None)
-                continue
-            calibration_size = _calibration_size(size)
-            if calibration_size not in calibrated:
-                calibrated[calibration_size] = self._calibrate(calibration_size)
-            self.protocols_.append(calibrated[calibration_size])
-            densities.append(calibrated[calibration_size].run(points[reported == c], rng=rng))
-        return densities
-
-    def _calibrate(self, n_users: int) -> ShuffledKDE:
-        if self.protocol == "exact":
-            return ShuffledKDE(family=self.family_, bitsum=PROTOCOLS["exact"](n_users=n_users))
-        options = dict(self.protocol_options or {})
-        with refusals_as(type(self).__name__, dict.fromkeys(options, "protocol_options")):
-            return ShuffledKDE.from_privacy(
-                family=self.family_,
-                protocol=PROTOCOLS[self.protocol],
-                epsilon=self.kde_epsilon_,
-                delta=self.delta,
-                n_users=n_users,
-                accounting=self.accounting,
-                calibration=self.calibration,
-                protocol_options=options,
-            )
-
-    def _account(self) -> PrivacyAccountant:
-        accountant = PrivacyAccountant()
-        if self.label_privacy == "joint":
-            joint = self.protocols_[0]
-            event = joint.vector_sum.event_for_participants(self.n_training_users_)
-            accountant.compose(event, label=f"joint vector sum over classes ({self.protocol}, {self.kernel})")
-            return accountant
-        label_round = f"label round (m-ary RR, eps={self.label_epsilon_:g})"
-        if self.label_privacy == "clear":
-            label_round = "labels in the clear"
-        accountant.compose(label_event(self.label_epsilon_, len(self.classes_)), label=label_round)
-        if self.protocol in VECTOR_PROTOCOLS:
-            events = [
-                p.event_for_participants(int(n))
-                for p, n in zip(self.protocols_, self.class_counts_, strict=True)
-                if p is not None
-            ]
-            accountant.compose(
-                ParallelEvent(events, parts_per_user=1),
-                label=f"per-class vector-sum KDEs, parallel ({self.protocol}, {self.kernel})",
-            )
-            return accountant
-        accountant.compose(GuaranteeEvent(self.kde_guarantee_), label=f"per-class shuffled KDE ({self.protocol}, {self.kernel})")
-        return accountant
-
     # ----- fitted behaviour ---------------------------------------------------------------
 
     @property
@@ -573,9 +430,3 @@ def protocol_option_names(protocol: str) -> tuple[str, ...]:
     if protocol not in PROTOCOLS or protocol == "exact" or protocol in VECTOR_PROTOCOLS:
         return ()
     return calibration_option_names(PROTOCOLS[protocol]) or ()
-
-
-def _calibration_size(size: int) -> int:
-    """``size`` rounded down to two significant digits (at least ``_MIN_CLASS_USERS``)."""
-    scale = 10 ** max(0, len(str(size)) - 2)
-    return max(_MIN_CLASS_USERS, size // scale * scale)

@@ -13,9 +13,10 @@ References:
 """
 
 from privsum._deprecation import moved_attribute_getter
+from privsum.kde.calibration import ACCOUNTING_METHODS, touched_per_repetition
 from privsum.kde.function import KDEFunction
 from privsum.kde.joint import JointClassKDE
-from privsum.kde.protocol import ACCOUNTING_METHODS, FEATURE_PRECISIONS, ShuffledKDE, touched_per_repetition
+from privsum.kde.protocol import FEATURE_PRECISIONS, ShuffledKDE
 from privsum.kde.theory import (
     GaussianKDEParameters,
     gaussian_kde_parameters,

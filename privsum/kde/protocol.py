@@ -7,8 +7,6 @@ References:
 
 from __future__ import annotations
 
-import functools
-import math
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -19,20 +17,18 @@ import numpy as np
 from privsum._deprecation import moved_attribute_getter
 from privsum._random import RNGLike, as_generator
 from privsum._validation import check_choice, check_delta, check_integer, invalid
-from privsum.accounting.budget import composed_guarantee
-from privsum.accounting.cache import cached_calibration
-from privsum.accounting.events import ComposedEvent, PrivacyEvent
-from privsum.accounting.guarantee import PrivacyGuarantee
 from privsum.bitsum.base import BitSumProtocol
 from privsum.exceptions import PrivacyLeakWarning
+from privsum.kde._accounting import ComposedInstancesAccounting
 from privsum.kde._parties import KDEPartyHooks
 from privsum.kde._rounding import FLOAT64_PROBABILITY_ERROR as FLOAT64_PROBABILITY_ERROR  # documented here
 from privsum.kde._rounding import Workspace, round_to_bits
 from privsum.kde._scale import warn_if_degenerate_scale
-from privsum.kde.calibration import ACCOUNTING_METHODS, calibrated_kde, touched_per_repetition
+from privsum.kde.calibration import ACCOUNTING_METHODS, calibrated_kde
 from privsum.kde.calibration import calibration_option_names as calibration_option_names  # its former home
+from privsum.kde.calibration import touched_per_repetition as touched_per_repetition  # its former home
 from privsum.kde.function import KDEFunction
-from privsum.kde.theory import seed_composition_epsilon, sup_rmse_bound
+from privsum.kde.theory import sup_rmse_bound
 from privsum.lsq.base import LSQFamily
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
@@ -50,7 +46,7 @@ _BLOCK_ENTRIES = 1 << 21
 
 
 @dataclass(frozen=True, kw_only=True)
-class ShuffledKDE(KDEPartyHooks, ShuffleProtocol):
+class ShuffledKDE(KDEPartyHooks, ComposedInstancesAccounting, ShuffleProtocol):
     """Shuffled-DP kernel density estimation from bit sums (Algorithm 1 of Wagner (ICLR 2025)).
 
     Public: ``I`` draws ``(f_i, g_i)`` of an LSQ ``family`` and ``I*Q`` independent instances of a
@@ -157,24 +153,9 @@ class ShuffledKDE(KDEPartyHooks, ShuffleProtocol):
     # ----- public description -------------------------------------------------------------
 
     @property
-    def n_users(self) -> int:
-        """Users the bit sums are calibrated for."""
-        return self.bitsum.n_users
-
-    @property
     def n_instances(self) -> int:
         """``I * Q`` bit-sum instances."""
         return self.family.n_repetitions * self.family.n_coordinates
-
-    @property
-    def touched_per_repetition(self) -> int:
-        """Instances per repetition whose input a replace-one change can alter: ``min(Q, 2S)``."""
-        return touched_per_repetition(self.family)
-
-    @property
-    def touched_instances(self) -> int:
-        """``I * min(Q, 2S)``: the bit-sum events one user's change composes."""
-        return self.family.n_repetitions * self.touched_per_repetition
 
     @property
     def alphabet(self) -> tuple[int, ...]:
@@ -188,45 +169,6 @@ class ShuffledKDE(KDEPartyHooks, ShuffleProtocol):
     def bits_per_message(self, n_instances: int | None = None) -> int:
         """Bits of one message: the ``(i, j)`` tag (``ceil(log2(I Q))`` bits) plus the bit-sum value."""
         return self.bitsum.bits_per_message(self.n_instances if n_instances is None else n_instances)
-
-    @property
-    def event(self) -> PrivacyEvent:
-        """The ``I * min(Q, 2S)`` touched instances as one composed event (for an accountant)."""
-        return ComposedEvent(self.bitsum.event, self.touched_instances)
-
-    @functools.cached_property
-    def guarantee(self) -> PrivacyGuarantee:
-        """The overall guarantee by the configured accounting, with its neighbouring relation.
-
-        ``"tight"``: ``epsilon`` at ``delta`` of the PLD composition (basic composition when
-        ``delta = 0``); ``"seed"``: Theorem 3.2. No privacy (an infinite per-instance epsilon)
-        gives ``epsilon = inf``. Cached by its parameters (`~privsum.accounting.cache`), so KDEs
-        sharing a calibrated bit sum, accounting and number of touched instances share it.
-        """
-        return cached_calibration(_kde_guarantee, self.bitsum, None, *self._accounting_parameters())
-
-    def event_for_participants(self, n_participants: int) -> PrivacyEvent:
-        """The touched instances' events when ``n_participants`` users take part, composed (for an accountant)."""
-        n_participants = check_integer(n_participants, "n_participants", "ShuffledKDE", low=1)
-        return ComposedEvent(self.bitsum.event_for_participants(n_participants), self.touched_instances)
-
-    def guarantee_for_participants(self, n_participants: int) -> PrivacyGuarantee:
-        """The overall guarantee actually achieved when ``n_participants`` users take part.
-
-        `guarantee` for ``n_users`` or more; fewer: the same accounting over the bit sum's
-        `~privsum.bitsum.BitSumProtocol.event_for_participants` (computed for the smaller crowd).
-        """
-        n_participants = check_integer(n_participants, "n_participants", "ShuffledKDE", low=1)
-        if n_participants >= self.n_users:
-            return self.guarantee
-        return cached_calibration(_kde_guarantee, self.bitsum, n_participants, *self._accounting_parameters())
-
-    def _accounting_parameters(self) -> tuple[int, int, str, float]:
-        """Everything besides the bit sum that the guarantee depends on (the cache key)."""
-        return self.touched_per_repetition, self.family.n_repetitions, self.accounting, self.delta
-
-    def _guarantee_of(self, instance_event: PrivacyEvent) -> PrivacyGuarantee:
-        return _guarantee_of_event(instance_event, *self._accounting_parameters())
 
     def sup_rmse_bound(self) -> float:
         """Theorem 3.2's bound on the supRMSE of the released estimate (the bit sum's worst-case RMSE as ``E``)."""
@@ -464,41 +406,6 @@ class ShuffledKDE(KDEPartyHooks, ShuffleProtocol):
             precision=precision,
             protocol_options=protocol_options,
         )
-
-
-def _kde_guarantee(
-    bitsum: BitSumProtocol, n_participants: int | None, touched: int, repetitions: int, accounting: str, delta: float
-) -> PrivacyGuarantee:
-    """The KDE's guarantee from its bit sum (for ``n_participants``, or its own ``n_users`` when ``None``)."""
-    event = bitsum.event if n_participants is None else bitsum.event_for_participants(n_participants)
-    return _guarantee_of_event(event, touched, repetitions, accounting, delta)
-
-
-def _guarantee_of_event(
-    instance_event: PrivacyEvent, touched: int, repetitions: int, accounting: str, delta: float
-) -> PrivacyGuarantee:
-    instance = instance_event.guarantee
-    if not instance.is_finite:
-        return PrivacyGuarantee(math.inf, 0.0, instance.neighbouring)
-    if accounting == "seed":
-        return _seed_guarantee(instance, touched, repetitions, delta)
-    event = ComposedEvent(instance_event, repetitions * touched)
-    if delta == 0.0:
-        return event.guarantee
-    return composed_guarantee(event, delta)
-
-
-def _seed_guarantee(instance: PrivacyGuarantee, touched: int, repetitions: int, delta: float) -> PrivacyGuarantee:
-    if instance.is_pure:
-        return PrivacyGuarantee(instance.epsilon * touched * repetitions, 0.0, instance.neighbouring)
-    if delta == 0.0:
-        raise invalid("delta", "ShuffledKDE", "positive for seed accounting of an approximate-DP bit sum", delta)
-    slack = delta / 2
-    epsilon = seed_composition_epsilon(instance.epsilon, touched, repetitions, slack)
-    total_delta = repetitions * touched * instance.delta + slack
-    if not total_delta < 1.0:
-        raise invalid("delta", "ShuffledKDE", "large enough to cover the instances' deltas", delta)
-    return PrivacyGuarantee(epsilon, total_delta, instance.neighbouring)
 
 
 def _is_nested_list(x: Any) -> bool:

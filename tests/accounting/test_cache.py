@@ -10,7 +10,7 @@ from privsum.apps import ShuffledKDEClassifier
 from privsum.bitsum import RRBitSum, ThreeNBBitSum
 from privsum.exceptions import InvalidParameterError
 from privsum.kde import ShuffledKDE
-from privsum.kde import protocol as protocol_module
+from privsum.kde import _accounting as accounting_module
 from privsum.lsq import RandomFourierFeatures
 
 BASE = {
@@ -70,9 +70,9 @@ def test_cached_result_equals_a_fresh_computation():
     clear_calibration_cache()
     fresh = ShuffledKDE.from_privacy(**BASE)
     assert fresh is not cached and fresh == cached and fresh.guarantee == cached.guarantee
-    direct = protocol_module._guarantee_of_event(cached.bitsum.event, *cached._accounting_parameters())
+    direct = accounting_module.guarantee_of_event(cached.bitsum.event, *cached._accounting_parameters())
     assert cached.guarantee == direct
-    assert cached.guarantee_for_participants(300) == protocol_module._guarantee_of_event(
+    assert cached.guarantee_for_participants(300) == accounting_module.guarantee_of_event(
         cached.bitsum.event_for_participants(300), *cached._accounting_parameters()
     )
 

@@ -12,10 +12,7 @@ import math
 
 import numpy as np
 
-from privsum._validation import (
-    invalid,
-    refusals_as,
-)
+from privsum._validation import invalid, refusals_as
 from privsum.accounting.accountant import PrivacyAccountant
 from privsum.accounting.events import GuaranteeEvent, ParallelEvent
 from privsum.apps.labels import label_event

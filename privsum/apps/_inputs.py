@@ -7,10 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from privsum._validation import (
-    check_array,
-    invalid,
-)
+from privsum._validation import check_array, invalid
 from privsum.apps._estimator import DataConversionWarning
 
 __all__ = ["check_labels", "check_points"]

@@ -11,14 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from privsum._validation import (
-    check_array,
-    check_choice,
-    check_integer,
-    check_real,
-    invalid,
-    refusals_as,
-)
+from privsum._validation import check_array, check_choice, check_integer, check_real, invalid, refusals_as
 from privsum.apps._densities import densities_at
 
 __all__ = ["DECODING_SCORES", "decode_class", "decode_classes"]

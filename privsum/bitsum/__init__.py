@@ -11,13 +11,7 @@ from privsum._validation import invalid
 from privsum.bitsum.base import CALIBRATIONS, BitSumProtocol, ConfidenceInterval
 from privsum.bitsum.central import NOISE_SOURCES, CentralGaussianBitSum, CentralLaplaceBitSum, ExactBitSum
 from privsum.bitsum.noise import PureBitSum, ThreeNBBitSum
-from privsum.bitsum.rr import (
-    LocalRRBitSum,
-    RRBitSum,
-    rr_worst_case_delta_bound,
-    rr_worst_case_epsilon,
-    rr_worst_case_profile,
-)
+from privsum.bitsum.rr import LocalRRBitSum, RRBitSum, rr_worst_case_delta_bound, rr_worst_case_epsilon, rr_worst_case_profile
 
 PROTOCOLS: dict[str, type[BitSumProtocol]] = {
     "rr": RRBitSum,

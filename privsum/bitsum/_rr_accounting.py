@@ -23,13 +23,7 @@ from privsum.accounting.events import ProfileEvent
 from privsum.accounting.guarantee import Neighbouring
 from privsum.accounting.profile import PrivacyProfile
 from privsum.bitsum._rr_pairs import count_pair, largest_crowd, window_points
-from privsum.bitsum._rr_worst_case import (
-    OutOfWorkError,
-    meets_target,
-    worst_case_deltas,
-    worst_case_epsilon,
-    worst_case_samples,
-)
+from privsum.bitsum._rr_worst_case import OutOfWorkError, meets_target, worst_case_deltas, worst_case_epsilon, worst_case_samples
 from privsum.exceptions import InvalidParameterError
 
 __all__ = ["rr_worst_case_delta_bound", "rr_worst_case_epsilon", "rr_worst_case_profile", "worst_case_event"]

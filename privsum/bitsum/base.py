@@ -356,18 +356,16 @@ def fit_for_compositions(
     *,
     epsilon: float,
     delta: float,
-    n_users: int,
     compositions: int,
     instance_delta: float,
-    calibration: str = "tight",
-    caller: tuple[str, str] | None = None,
     start: float | None = None,
-    **options: Any,
+    caller: tuple[str, str] | None = None,
+    **from_privacy: Any,
 ) -> BitSumProtocol:
     """The generic search for `BitSumProtocol.calibrate_for_compositions`: the largest per-instance epsilon that composes.
 
-    ``protocol.from_privacy(epsilon=epsilon0, delta=instance_delta, n_users=n_users,
-    calibration=calibration, **options)`` for the largest ``epsilon0`` whose event, composed
+    ``protocol.from_privacy(epsilon=epsilon0, delta=instance_delta, **from_privacy)`` (``n_users``,
+    ``calibration`` and the protocol's options) for the largest ``epsilon0`` whose event, composed
     ``compositions`` times, meets ``(epsilon, delta)`` (`privsum.accounting.budget.fit_composition`,
     from ``start``, else ``epsilon / compositions``); each calibration is cached
     (`~privsum.accounting.cache`).
@@ -380,9 +378,7 @@ def fit_for_compositions(
     """
 
     def calibrated(epsilon0: float) -> BitSumProtocol:
-        return cached_calibration(
-            protocol.from_privacy, epsilon=epsilon0, delta=instance_delta, n_users=n_users, calibration=calibration, **options
-        )
+        return cached_calibration(protocol.from_privacy, epsilon=epsilon0, delta=instance_delta, **from_privacy)
 
     epsilon0 = fit_composition(
         lambda epsilon0: calibrated(epsilon0).event,

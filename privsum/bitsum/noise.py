@@ -32,12 +32,7 @@ from privsum._validation import (
 from privsum.accounting.events import GuaranteeEvent, PrivacyEvent, ProfileEvent
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
 from privsum.accounting.profile import PrivacyProfile
-from privsum.bitsum._3nb_calibration import (
-    COMMUNICATION_VARIANCE_FACTOR,
-    calibrated_parameters,
-    exact_or_refused,
-    tail_for,
-)
+from privsum.bitsum._3nb_calibration import COMMUNICATION_VARIANCE_FACTOR, calibrated_parameters, exact_or_refused, tail_for
 from privsum.bitsum.base import (
     EXACT,
     BitSumProtocol,
@@ -47,11 +42,7 @@ from privsum.bitsum.base import (
     signed_messages,
     symmetric_noise_half_width,
 )
-from privsum.bitsum.exact import (
-    pure_epsilon_bound,
-    signed_count_dominating_profile,
-    signed_count_profile,
-)
+from privsum.bitsum.exact import pure_epsilon_bound, signed_count_dominating_profile, signed_count_profile
 from privsum.shuffle.caps import noise_cap
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
@@ -363,36 +354,22 @@ class ThreeNBBitSum(_SignedCounts):
         return protocol
 
     @classmethod
-    def calibrate_for_compositions(
-        cls,
-        *,
-        epsilon: float,
-        delta: float,
-        n_users: int,
-        compositions: int,
-        instance_delta: float,
-        calibration: str = "tight",
-        caller: tuple[str, str] | None = None,
-        start: float | None = None,
-        **options: Any,
-    ) -> ThreeNBBitSum | None:
+    def calibrate_for_compositions(cls, **request: Any) -> ThreeNBBitSum | None:
         """Tight 3NB without a chosen ``flooding``: the paper's or the communication flooding, whichever the composition favours.
 
-        Both are fitted by the generic search (`privsum.bitsum.base.fit_for_compositions`); the
-        ``flooding="communication"`` one (``variance_factor=COMPOSITION_VARIANCE_FACTOR``, 4)
-        is returned wherever its RMSE is within ``COMPOSITION_RMSE_TOLERANCE`` (1%) of the paper
-        flooding's: it sends far fewer messages at the same accuracy. ``None`` (the generic
-        search over the given options) for ``calibration="analytic"``, a chosen ``flooding`` or
-        ``delta = 0``.
+        Both are fitted by the generic search (`privsum.bitsum.base.fit_for_compositions`, the
+        keywords of `BitSumProtocol.calibrate_for_compositions`); the ``flooding="communication"``
+        one (``variance_factor=COMPOSITION_VARIANCE_FACTOR``, 4) is returned wherever its RMSE is
+        within ``COMPOSITION_RMSE_TOLERANCE`` (1%) of the paper flooding's: it sends far fewer
+        messages at the same accuracy. ``None`` (the generic search over the given options) for
+        ``calibration="analytic"``, a chosen ``flooding`` or ``delta = 0``.
         """
-        if calibration != "tight" or "flooding" in options or not delta > 0:
+        if request.get("calibration", "tight") != "tight" or "flooding" in request or not request["delta"] > 0:
             return None
-        target = {"epsilon": epsilon, "delta": delta, "n_users": n_users, "compositions": compositions, "start": start}
-        fit = functools.partial(
-            fit_for_compositions, cls, **target, instance_delta=instance_delta, calibration=calibration, caller=caller
+        paper = fit_for_compositions(cls, **request)
+        communication = fit_for_compositions(
+            cls, **(request | {"flooding": "communication", "variance_factor": COMPOSITION_VARIANCE_FACTOR})
         )
-        paper = fit(**options)
-        communication = fit(**(options | {"flooding": "communication", "variance_factor": COMPOSITION_VARIANCE_FACTOR}))
         as_accurate = math.sqrt(communication.variance()) <= (1 + COMPOSITION_RMSE_TOLERANCE) * math.sqrt(paper.variance())
         return communication if as_accurate else paper
 

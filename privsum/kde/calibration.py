@@ -36,36 +36,27 @@ ACCOUNTING_METHODS = ("tight", "seed")
 _CALIBRATION_KEYWORDS = frozenset({"epsilon", "delta", "n_users", "calibration"})
 
 
-def calibrated_kde(
-    cls: type[ShuffledKDE],
-    *,
-    family: LSQFamily,
-    protocol: type[BitSumProtocol] | str,
-    epsilon: float,
-    delta: float,
-    n_users: int,
-    accounting: str,
-    calibration: str,
-    chunk_size: int,
-    precision: str,
-    protocol_options: Mapping[str, Any] | None,
-) -> ShuffledKDE:
-    """`ShuffledKDE.from_privacy <privsum.kde.protocol.ShuffledKDE.from_privacy>`: validation, then the cached calibration."""
+def calibrated_kde(cls: type[ShuffledKDE], **request: Any) -> ShuffledKDE:
+    """`ShuffledKDE.from_privacy <privsum.kde.protocol.ShuffledKDE.from_privacy>`: validation, then the cached calibration.
+
+    ``request`` holds ``from_privacy``'s keyword arguments, every one of them given.
+    """
     owner = "ShuffledKDE.from_privacy"
+    family, protocol_options = request["family"], request["protocol_options"]
     if not isinstance(family, LSQFamily):
         raise invalid("family", owner, "an LSQFamily", type(family).__name__)
-    protocol = bitsum_protocol(protocol, owner)
-    epsilon = check_epsilon(epsilon, owner)
-    delta = check_delta(delta, owner)
-    n_users = check_integer(n_users, "n_users", owner, low=1)
-    accounting = check_choice(accounting, "accounting", owner, ACCOUNTING_METHODS)
+    protocol = bitsum_protocol(request["protocol"], owner)
+    epsilon = check_epsilon(request["epsilon"], owner)
+    delta = check_delta(request["delta"], owner)
+    n_users = check_integer(request["n_users"], "n_users", owner, low=1)
+    accounting = check_choice(request["accounting"], "accounting", owner, ACCOUNTING_METHODS)
     if not (
         protocol_options is None or (isinstance(protocol_options, Mapping) and all(isinstance(k, str) for k in protocol_options))
     ):
         raise invalid("protocol_options", owner, "None or a mapping of keyword names to values", protocol_options)
     _check_protocol_options(protocol, protocol_options or {}, owner)
     options = tuple(sorted((protocol_options or {}).items()))
-    settings = (epsilon, delta, n_users, accounting, calibration, chunk_size, precision, options)
+    settings = (epsilon, delta, n_users, accounting, request["calibration"], request["chunk_size"], request["precision"], options)
     return cached_calibration(_calibrated, cls, family, protocol, *settings)
 
 

@@ -19,7 +19,7 @@ from privsum._random import RNGLike, as_generator
 from privsum._validation import check_integer, check_real, invalid, refusals_as
 from privsum.kde._scale import warn_if_degenerate_scale
 from privsum.kde.function import KDEFunction
-from privsum.kde.vector import VectorSumProtocol, VectorSumReleases, feature_norm_bound
+from privsum.kde.vector import VectorSumReleases, check_family_and_protocol, check_vector_sum, feature_norm_bound
 from privsum.lsq.base import LSQFamily
 from privsum.lsq.inner_product import IdentityFeatures
 from privsum.sums.central_vector import CentralGaussianVectorSum, ExactVectorSum
@@ -94,20 +94,10 @@ class JointClassKDE(VectorSumReleases):
             raise invalid("family", owner, "an LSQFamily", type(self.family).__name__)
         object.__setattr__(self, "n_classes", check_integer(self.n_classes, "n_classes", owner, low=2))
         object.__setattr__(self, "count_weight", check_real(self.count_weight, "count_weight", owner, low=0.0, low_open=True))
-        if not isinstance(self.vector_sum, VectorSumProtocol):
-            raise invalid(
-                "vector_sum", owner, "a vector-sum protocol (run, guarantee, event, dimension, norm_bound)", self.vector_sum
-            )
-        if self.vector_sum.dimension != self.n_classes * self.row_width:
-            expected = self.n_classes * self.row_width
-            raise invalid(
-                "vector_sum", owner, f"a protocol of dimension C (I Q + 1) = {expected}", f"dimension {self.vector_sum.dimension}"
-            )
-        needed = self.row_norm_bound(self.family, self.count_weight)
-        if not self.vector_sum.norm_bound >= needed:
-            raise invalid(
-                "vector_sum", owner, f"a protocol with norm_bound >= {needed:.6g}", f"norm_bound {self.vector_sum.norm_bound}"
-            )
+        dimension = (self.n_classes * self.row_width, "C (I Q + 1)")
+        check_vector_sum(
+            self.vector_sum, owner, dimension=dimension, norm_bound=self.row_norm_bound(self.family, self.count_weight)
+        )
 
     @staticmethod
     def row_norm_bound(family: LSQFamily, count_weight: float) -> float:
@@ -129,10 +119,7 @@ class JointClassKDE(VectorSumReleases):
     ) -> JointClassKDE:
         """Calibrate ``protocol`` for the joint vectors (``count_weight`` default ``F / 2``) and their exact shift."""
         owner = "JointClassKDE.from_privacy"
-        if not isinstance(family, LSQFamily):
-            raise invalid("family", owner, "an LSQFamily", type(family).__name__)
-        if not (isinstance(protocol, type) and callable(getattr(protocol, "from_privacy", None))):
-            raise invalid("protocol", owner, "a vector-sum protocol class with from_privacy", protocol)
+        check_family_and_protocol(family, protocol, owner)
         n_classes = check_integer(n_classes, "n_classes", owner, low=2)
         weight = (
             feature_norm_bound(family) / 2

@@ -70,6 +70,27 @@ def feature_norm_bound(family: LSQFamily) -> float:
     return bound * (1.0 + FEATURE_NORM_SLACK)
 
 
+def check_vector_sum(vector_sum: Any, owner: str, *, dimension: tuple[int, str], norm_bound: float) -> None:
+    """``vector_sum`` is a `VectorSumProtocol` of ``dimension`` (its value, and how it is written) and ``norm_bound`` at least."""
+    if not isinstance(vector_sum, VectorSumProtocol):
+        raise invalid("vector_sum", owner, "a vector-sum protocol (run, guarantee, event, dimension, norm_bound)", vector_sum)
+    width, written = dimension
+    if vector_sum.dimension != width:
+        raise invalid("vector_sum", owner, f"a protocol of dimension {written} = {width}", f"dimension {vector_sum.dimension}")
+    if not vector_sum.norm_bound >= norm_bound:
+        raise invalid(
+            "vector_sum", owner, f"a protocol with norm_bound >= {norm_bound:.6g}", f"norm_bound {vector_sum.norm_bound}"
+        )
+
+
+def check_family_and_protocol(family: Any, protocol: Any, owner: str) -> None:
+    """A ``from_privacy``'s ``family`` is an `LSQFamily` and its ``protocol`` a vector-sum class with ``from_privacy``."""
+    if not isinstance(family, LSQFamily):
+        raise invalid("family", owner, "an LSQFamily", type(family).__name__)
+    if not (isinstance(protocol, type) and callable(getattr(protocol, "from_privacy", None))):
+        raise invalid("protocol", owner, "a vector-sum protocol class with from_privacy", protocol)
+
+
 def bits_per_message(protocol: Any) -> int:
     """A protocol's message width, whether it is a property or a method."""
     value = protocol.bits_per_message
@@ -189,20 +210,8 @@ class VectorSumKDE(VectorSumReleases):
         owner = "VectorSumKDE"
         if not isinstance(self.family, LSQFamily):
             raise invalid("family", owner, "an LSQFamily", type(self.family).__name__)
-        if not isinstance(self.vector_sum, VectorSumProtocol):
-            raise invalid(
-                "vector_sum", owner, "a vector-sum protocol (run, guarantee, event, dimension, norm_bound)", self.vector_sum
-            )
         width = self.family.n_repetitions * self.family.n_coordinates
-        if self.vector_sum.dimension != width:
-            raise invalid(
-                "vector_sum", owner, f"a protocol of dimension I * Q = {width}", f"dimension {self.vector_sum.dimension}"
-            )
-        needed = feature_norm_bound(self.family)
-        if not self.vector_sum.norm_bound >= needed:
-            raise invalid(
-                "vector_sum", owner, f"a protocol with norm_bound >= {needed:.6g}", f"norm_bound {self.vector_sum.norm_bound}"
-            )
+        check_vector_sum(self.vector_sum, owner, dimension=(width, "I * Q"), norm_bound=feature_norm_bound(self.family))
 
     @classmethod
     def from_privacy(
@@ -217,10 +226,7 @@ class VectorSumKDE(VectorSumReleases):
     ) -> VectorSumKDE:
         """Calibrate ``protocol`` (a vector-sum class with ``from_privacy``) for the family's features."""
         owner = "VectorSumKDE.from_privacy"
-        if not isinstance(family, LSQFamily):
-            raise invalid("family", owner, "an LSQFamily", type(family).__name__)
-        if not (isinstance(protocol, type) and callable(getattr(protocol, "from_privacy", None))):
-            raise invalid("protocol", owner, "a vector-sum protocol class with from_privacy", protocol)
+        check_family_and_protocol(family, protocol, owner)
         with refusals_as(owner, {"dimension": "family", "norm_bound": "family"}):  # derived from the family
             vector_sum = protocol.from_privacy(
                 epsilon=epsilon,

@@ -60,6 +60,25 @@ _BAND_RELATIVE_WIDTH = 2
 _MAX_DOMINATING_WORK = 5e10
 
 
+def _checked_counts(
+    owner: str,
+    noise_shape: float,
+    noise_ratio: float,
+    flooding_shape: float,
+    flooding_ratio: float,
+    tail_mass: float,
+    *,
+    positive_noise: bool = False,
+) -> tuple[float, float, float, float, float]:
+    """The two-count pair's parameters, validated in this order (``positive_noise``: ``noise_ratio > 0``)."""
+    noise_shape = check_real(noise_shape, "noise_shape", owner, low=0.0, low_open=True)
+    noise_ratio = check_probability(noise_ratio, "noise_ratio", owner, allow_zero=not positive_noise)
+    flooding_shape = check_real(flooding_shape, "flooding_shape", owner, low=0.0)
+    flooding_ratio = check_probability(flooding_ratio, "flooding_ratio", owner)
+    tail_mass = check_real(tail_mass, "tail_mass", owner, low=0.0, high=1e-3, low_open=True)
+    return noise_shape, noise_ratio, flooding_shape, flooding_ratio, tail_mass
+
+
 def _flip_probability(value: float, owner: str) -> float:
     return check_real(value, "flip_probability", owner, low=0.0, high=0.5, low_open=True, high_open=True)
 
@@ -250,11 +269,9 @@ def signed_count_profile(
         True
     """
     owner = "signed_count_profile"
-    noise_shape = check_real(noise_shape, "noise_shape", owner, low=0.0, low_open=True)
-    noise_ratio = check_probability(noise_ratio, "noise_ratio", owner, allow_zero=False)
-    flooding_shape = check_real(flooding_shape, "flooding_shape", owner, low=0.0)
-    flooding_ratio = check_probability(flooding_ratio, "flooding_ratio", owner)
-    tail_mass = check_real(tail_mass, "tail_mass", owner, low=0.0, high=1e-3, low_open=True)
+    noise_shape, noise_ratio, flooding_shape, flooding_ratio, tail_mass = _checked_counts(
+        owner, noise_shape, noise_ratio, flooding_shape, flooding_ratio, tail_mass, positive_noise=True
+    )
     if noise_shape != 1.0:
         return signed_count_profile_grid(noise_shape, noise_ratio, flooding_shape, flooding_ratio, tail_mass=tail_mass)
     p = noise_ratio
@@ -381,11 +398,9 @@ def signed_count_dominating_profile(
         True
     """
     owner = "signed_count_dominating_profile"
-    noise_shape = check_real(noise_shape, "noise_shape", owner, low=0.0, low_open=True)
-    noise_ratio = check_probability(noise_ratio, "noise_ratio", owner, allow_zero=False)
-    flooding_shape = check_real(flooding_shape, "flooding_shape", owner, low=0.0)
-    flooding_ratio = check_probability(flooding_ratio, "flooding_ratio", owner)
-    tail_mass = check_real(tail_mass, "tail_mass", owner, low=0.0, high=1e-3, low_open=True)
+    noise_shape, noise_ratio, flooding_shape, flooding_ratio, tail_mass = _checked_counts(
+        owner, noise_shape, noise_ratio, flooding_shape, flooding_ratio, tail_mass, positive_noise=True
+    )
     max_exact_support = check_integer(max_exact_support, "max_exact_support", owner, low=0)
     if noise_shape == 1.0:
         return signed_count_profile(1.0, noise_ratio, flooding_shape, flooding_ratio, tail_mass=tail_mass)
@@ -512,11 +527,9 @@ def signed_count_profile_grid(
         True
     """
     owner = "signed_count_profile_grid"
-    noise_shape = check_real(noise_shape, "noise_shape", owner, low=0.0, low_open=True)
-    noise_ratio = check_probability(noise_ratio, "noise_ratio", owner)
-    flooding_shape = check_real(flooding_shape, "flooding_shape", owner, low=0.0)
-    flooding_ratio = check_probability(flooding_ratio, "flooding_ratio", owner)
-    tail_mass = check_real(tail_mass, "tail_mass", owner, low=0.0, high=1e-3, low_open=True)
+    noise_shape, noise_ratio, flooding_shape, flooding_ratio, tail_mass = _checked_counts(
+        owner, noise_shape, noise_ratio, flooding_shape, flooding_ratio, tail_mass
+    )
     noise, noise_tail = _truncated_nb(noise_shape, noise_ratio, tail_mass)
     flooding, flooding_tail = _truncated_nb(flooding_shape, flooding_ratio, tail_mass)
     support = (flooding.size + noise.size) * (2 * noise.size + 1)

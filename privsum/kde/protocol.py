@@ -366,7 +366,11 @@ class ShuffledKDE(KDEPartyHooks, ComposedInstancesAccounting, ShuffleProtocol):
           0.2% of the target) whose bit-sum event, composed ``k`` times by PLD, meets ``(epsilon, delta)``.
           The search first solves the composition of the worst ``(epsilon0, delta0)`` mechanism
           (cheap, and a valid starting point since it dominates every such event), and only then
-          refines with the protocol's own event when that is sharper than its headline.
+          refines with the protocol's own event when that is sharper than its headline. A bit sum
+          with a search of its own is asked first
+          (`~privsum.bitsum.BitSumProtocol.calibrate_for_compositions`: RR's flip probability,
+          3NB's flooding), and this generic search (`privsum.bitsum.base.fit_for_compositions`)
+          runs only where it has none (`privsum.kde.calibration`).
 
         The result is checked: its `guarantee` never exceeds the target. Results are cached in
         memory by all these arguments (`~privsum.accounting.cache`): a repeated call (another

@@ -33,8 +33,8 @@ from privsum.apps._inputs import check_labels, check_points
 from privsum.apps.decoding import DECODING_SCORES, decode_class, decode_classes
 from privsum.apps.labels import randomize_labels
 from privsum.exceptions import KernelScaleWarning, PrivacyLeakWarning
-from privsum.kde import warn_if_degenerate_scale
 from privsum.kde.calibration import calibration_option_names
+from privsum.kde.scale import warn_if_degenerate_scale
 from privsum.lsq import IdentityFeatures, LSQFamily, RandomFourierFeatures, RandomSigns, SignedRandomProjection
 from privsum.shuffle.robustness import check_malicious
 

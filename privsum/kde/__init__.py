@@ -13,7 +13,6 @@ References:
 """
 
 from privsum._deprecation import moved_attribute_getter
-from privsum.kde._scale import warn_if_degenerate_scale
 from privsum.kde.calibration import ACCOUNTING_METHODS, touched_per_repetition
 from privsum.kde.function import KDEFunction
 from privsum.kde.joint import JointClassKDE
@@ -41,7 +40,6 @@ __all__ = [
     "seed_per_instance_epsilon",
     "sup_rmse_bound",
     "touched_per_repetition",
-    "warn_if_degenerate_scale",
 ]
 
 #: ``CURATED_BITSUMS`` moved to `privsum.bitsum.central` (deprecated here; removed in the next release).

@@ -17,8 +17,8 @@ import numpy as np
 
 from privsum._random import RNGLike, as_generator
 from privsum._validation import check_integer, check_real, invalid, refusals_as
-from privsum.kde._scale import warn_if_degenerate_scale
 from privsum.kde.function import KDEFunction
+from privsum.kde.scale import warn_if_degenerate_scale
 from privsum.kde.vector import VectorSumReleases, check_family_and_protocol, check_vector_sum, feature_norm_bound
 from privsum.lsq.base import LSQFamily
 from privsum.lsq.inner_product import IdentityFeatures

@@ -23,11 +23,11 @@ from privsum.kde._accounting import ComposedInstancesAccounting
 from privsum.kde._parties import KDEPartyHooks
 from privsum.kde._rounding import FLOAT64_PROBABILITY_ERROR as FLOAT64_PROBABILITY_ERROR  # documented here
 from privsum.kde._rounding import Workspace, round_to_bits
-from privsum.kde._scale import warn_if_degenerate_scale
 from privsum.kde.calibration import ACCOUNTING_METHODS, calibrated_kde
 from privsum.kde.calibration import calibration_option_names as calibration_option_names  # its former home
 from privsum.kde.calibration import touched_per_repetition as touched_per_repetition  # its former home
 from privsum.kde.function import KDEFunction
+from privsum.kde.scale import warn_if_degenerate_scale
 from privsum.kde.theory import sup_rmse_bound
 from privsum.lsq.base import LSQFamily
 from privsum.shuffle.histogram import MessageHistogram
@@ -274,7 +274,7 @@ class ShuffledKDE(KDEPartyHooks, ComposedInstancesAccounting, ShuffleProtocol):
         `PrivacyLeakWarning` says when it is below the calibration's ``n_users``). A
         `KernelScaleWarning` says when the points' scale makes the Gaussian kernel degenerate for
         its bandwidth (a local diagnostic of the data, not private: see
-        `privsum.kde._scale.warn_if_degenerate_scale`).
+        `privsum.kde.scale.warn_if_degenerate_scale`).
         """
         path = check_choice(path, "path", "ShuffledKDE", EXECUTION_PATHS)
         generator = as_generator(rng, "ShuffledKDE")

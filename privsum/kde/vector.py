@@ -19,8 +19,8 @@ from privsum._random import RNGLike, as_generator
 from privsum._validation import check_integer, invalid, refusals_as
 from privsum.accounting.events import PrivacyEvent
 from privsum.accounting.guarantee import PrivacyGuarantee
-from privsum.kde._scale import warn_if_degenerate_scale
 from privsum.kde.function import KDEFunction
+from privsum.kde.scale import warn_if_degenerate_scale
 from privsum.lsq.base import LSQFamily
 from privsum.lsq.inner_product import IdentityFeatures
 

@@ -9,7 +9,7 @@ from privsum import KernelScaleWarning
 from privsum.apps import ShuffledKDEClassifier
 from privsum.bitsum import ExactBitSum
 from privsum.kde import ShuffledKDE
-from privsum.kde._scale import FAR_ABOVE, FAR_BELOW, measure_scale
+from privsum.kde.scale import FAR_ABOVE, FAR_BELOW, measure_scale
 from privsum.lsq import RandomFourierFeatures, RandomSigns
 
 

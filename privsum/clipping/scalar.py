@@ -65,7 +65,7 @@ from privsum.shuffle import EXECUTION_PATHS, MessageBatch, MessageHistogram, Shu
 from privsum.shuffle.noise import discrete_laplace_variance
 from privsum.shuffle.robustness import check_malicious
 from privsum.shuffle.sparse import SparseMessageHistogram
-from privsum.shuffle.streaming import PartialView, is_chunk_stream
+from privsum.shuffle.streaming import PartialView
 from privsum.sums._common import check_has_users, randomized_round
 from privsum.sums.correlated import CorrelatedNoiseSum
 from privsum.sums.sparse_shares import SparseMultiMessageSum
@@ -568,13 +568,9 @@ class ClippedSum(ClippedPartyHooks, ShuffleProtocol):
                 (tested against the faithful path), then applies the same threshold rule.
                 `sample_view` gives the full message view when it is wanted.
         """
-        owner = type(self).__name__
-        path = check_choice(path, "path", owner, EXECUTION_PATHS)
-        generator = as_generator(rng, owner)
-        if is_chunk_stream(x):
-            return self.run_streamed(x, rng=generator, path=path)
-        if path == "faithful":
-            return super().run(x, rng=generator, path="faithful")
+        return super().run(x, rng=rng, path=path)
+
+    def _run_fast(self, x: Any, generator: np.random.Generator) -> np.ndarray:
         return self.combine(self.sample_sub_domain_estimates(x, rng=generator)).estimate
 
 

@@ -54,7 +54,7 @@ from privsum.clipping.instances import (
 from privsum.shuffle import EXECUTION_PATHS, MessageBatch, MessageHistogram, ShuffleProtocol
 from privsum.shuffle.robustness import check_malicious
 from privsum.shuffle.sparse import SparseMessageHistogram
-from privsum.shuffle.streaming import PartialView, is_chunk_stream
+from privsum.shuffle.streaming import PartialView
 from privsum.sums._common import check_has_users
 from privsum.sums.correlated import CorrelatedNoiseSum
 from privsum.sums.sparse_shares import SparseMultiMessageSum
@@ -475,13 +475,9 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
 
     def run(self, x: Any, *, rng: RNGLike = None, path: str = "fast") -> np.ndarray:
         """As `ClippedSum.run`: ``"fast"`` samples every instance's noisy total exactly in law; chunks of users stream."""
-        owner = type(self).__name__
-        path = check_choice(path, "path", owner, EXECUTION_PATHS)
-        generator = as_generator(rng, owner)
-        if is_chunk_stream(x):
-            return self.run_streamed(x, rng=generator, path=path)
-        if path == "faithful":
-            return super().run(x, rng=generator, path="faithful")
+        return super().run(x, rng=rng, path=path)
+
+    def _run_fast(self, x: Any, generator: np.random.Generator) -> np.ndarray:
         values = self._inputs(x)
         self.check_participants(values.shape[0])
         return self.analyze(self._noisy_sums_of(values, generator))

@@ -49,7 +49,7 @@ from privsum.lsq.hadamard import RandomizedHadamard, next_power_of_two
 from privsum.shuffle import EXECUTION_PATHS, MessageBatch, ShuffleProtocol
 from privsum.shuffle.robustness import check_malicious
 from privsum.shuffle.sparse import SparseMessageHistogram
-from privsum.shuffle.streaming import PartialView, is_chunk_stream
+from privsum.shuffle.streaming import PartialView
 from privsum.sums._common import check_has_users, randomized_round
 
 __all__ = ["ClippedVectorSum"]
@@ -327,13 +327,9 @@ class ClippedVectorSum(ClippedVectorPartyHooks, ShuffleProtocol):
 
     def run(self, x: Any, *, rng: RNGLike = None, path: str = "fast") -> np.ndarray:
         """As `ClippedSum.run`: ``"fast"`` samples the instances' noisy totals exactly in law; chunks of users stream."""
-        owner = type(self).__name__
-        path = check_choice(path, "path", owner, EXECUTION_PATHS)
-        generator = as_generator(rng, owner)
-        if is_chunk_stream(x):
-            return self.run_streamed(x, rng=generator, path=path)
-        if path == "faithful":
-            return super().run(x, rng=generator, path="faithful")
+        return super().run(x, rng=rng, path=path)
+
+    def _run_fast(self, x: Any, generator: np.random.Generator) -> np.ndarray:
         columns = self._signed_columns(x, generator)
         self.check_participants(columns.shape[0])
         return self.analyze(self.coordinate.noisy_sums_of(columns, generator))

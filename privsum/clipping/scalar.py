@@ -24,17 +24,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from privsum import _validation as checks
 from privsum._random import RNGLike, as_generator
-from privsum._validation import (
-    check_array,
-    check_choice,
-    check_delta,
-    check_epsilon,
-    check_integer,
-    check_probability,
-    check_real,
-    invalid,
-)
 from privsum.accounting import Neighbouring, ParallelEvent, PrivacyEvent
 from privsum.clipping._parties import ClippedPartyHooks
 from privsum.clipping.instances import (
@@ -204,24 +195,28 @@ class ClippedSum(ClippedPartyHooks, ShuffleProtocol):
     def __post_init__(self) -> None:
         owner = type(self).__name__
         object.__setattr__(self, "neighbouring", Neighbouring.parse(self.neighbouring, owner, CLIPPED_RELATIONS))
-        n_users = check_integer(self.n_users, "n_users", owner, low=2)
-        domain = check_integer(self.domain, "domain", owner, low=1)
+        n_users = checks.check_integer(self.n_users, "n_users", owner, low=2)
+        domain = checks.check_integer(self.domain, "domain", owner, low=1)
         if domain & (domain - 1):
-            raise invalid("domain", owner, "a power of two", domain)
+            raise checks.invalid("domain", owner, "a power of two", domain)
         instances = tuple(self.instances)
         if len(instances) != domain.bit_length():
-            raise invalid("instances", owner, f"{domain.bit_length()} protocols (log2 U + 1)", f"{len(instances)} protocols")
+            raise checks.invalid(
+                "instances", owner, f"{domain.bit_length()} protocols (log2 U + 1)", f"{len(instances)} protocols"
+            )
         for j, protocol in enumerate(instances):
             if not isinstance(protocol, (CorrelatedNoiseSum, SparseMultiMessageSum)):
-                raise invalid(
+                raise checks.invalid(
                     "instances", owner, "CorrelatedNoiseSum or SparseMultiMessageSum protocols", type(protocol).__name__
                 )
             if protocol.domain != 2**j or protocol.n_users != n_users or protocol.clip:
-                raise invalid("instances", owner, f"instance {j} with domain 2^{j}, n_users={n_users} and clip=False", protocol)
+                raise checks.invalid(
+                    "instances", owner, f"instance {j} with domain 2^{j}, n_users={n_users} and clip=False", protocol
+                )
         object.__setattr__(self, "instances", instances)
-        check_probability(self.failure_probability, "failure_probability", owner, allow_zero=False)
+        checks.check_probability(self.failure_probability, "failure_probability", owner, allow_zero=False)
         if self.resolution is not None:
-            check_real(self.resolution, "resolution", owner, low=0.0, low_open=True)
+            checks.check_real(self.resolution, "resolution", owner, low=0.0, low_open=True)
 
     @classmethod
     def from_privacy(
@@ -256,14 +251,14 @@ class ClippedSum(ClippedPartyHooks, ShuffleProtocol):
         owner = f"{cls.__name__}.from_privacy"
         neighbouring = Neighbouring.parse(neighbouring, owner, CLIPPED_RELATIONS)
         parts = touched_parts(neighbouring)
-        epsilon = check_epsilon(epsilon, owner)
-        delta = check_delta(delta, owner, allow_zero=False)
-        n_users = check_integer(n_users, "n_users", owner, low=2)
-        domain = check_integer(domain, "domain", owner, low=1)
+        epsilon = checks.check_epsilon(epsilon, owner)
+        delta = checks.check_delta(delta, owner, allow_zero=False)
+        n_users = checks.check_integer(n_users, "n_users", owner, low=2)
+        domain = checks.check_integer(domain, "domain", owner, low=1)
         if domain & (domain - 1):
-            raise invalid("domain", owner, "a power of two", domain)
-        check_choice(calibration, "calibration", owner, ("analytic",))
-        method = check_choice(method, "method", owner, INSTANCE_METHODS)
+            raise checks.invalid("domain", owner, "a power of two", domain)
+        checks.check_choice(calibration, "calibration", owner, ("analytic",))
+        method = checks.check_choice(method, "method", owner, INSTANCE_METHODS)
         instances = tuple(
             choose_instance(
                 # margins: BBGN20 recomputes epsilon and delta in floating point (relative error ~1e-12)
@@ -321,7 +316,7 @@ class ClippedSum(ClippedPartyHooks, ShuffleProtocol):
 
     def bits_per_message(self, n_instances: int = 1) -> int:
         """Instance tag (``n_instances (log2 U + 1)`` instances) plus the widest instance's value bits."""
-        n_instances = check_integer(n_instances, "n_instances", type(self).__name__, low=1)
+        n_instances = checks.check_integer(n_instances, "n_instances", type(self).__name__, low=1)
         total = n_instances * self.n_sub_domains
         tag_bits = math.ceil(math.log2(total)) if total > 1 else 0
         return tag_bits + max(p.bits_per_message(1) for p in self.instances)
@@ -334,7 +329,9 @@ class ClippedSum(ClippedPartyHooks, ShuffleProtocol):
         for protocol in self.instances:
             budget = share - wrap_probability(protocol)
             if not budget > 0:
-                raise invalid("failure_probability", type(self).__name__, "larger than the instances' wrap-around chance", share)
+                raise checks.invalid(
+                    "failure_probability", type(self).__name__, "larger than the instances' wrap-around chance", share
+                )
             result.append(noise_scale(protocol) * upper_tail_threshold(noise_ratio(protocol), budget))
         return np.array(result, dtype=float)
 
@@ -355,9 +352,9 @@ class ClippedSum(ClippedPartyHooks, ShuffleProtocol):
         """Validate inputs (no rounding): integers, or reals for ``resolution``; shape ``(n, k)``."""
         owner = type(self).__name__
         if self.resolution is None:
-            array = check_array(x, "x", owner, ndim=(1, 2), low=0, high=self.domain, integer=True).astype(np.int64)
+            array = checks.check_array(x, "x", owner, ndim=(1, 2), low=0, high=self.domain, integer=True).astype(np.int64)
         else:
-            array = check_array(x, "x", owner, ndim=(1, 2), low=0.0, high=self.domain * self.resolution).astype(float)
+            array = checks.check_array(x, "x", owner, ndim=(1, 2), low=0.0, high=self.domain * self.resolution).astype(float)
             array = np.floor(array / self.resolution).astype(np.int64)  # for message counting only
         check_has_users(array, owner)
         return array.reshape(array.shape[0], -1)
@@ -367,7 +364,7 @@ class ClippedSum(ClippedPartyHooks, ShuffleProtocol):
         owner = type(self).__name__
         if self.resolution is None:
             return self._integer_view(x)
-        array = check_array(x, "x", owner, ndim=(1, 2), low=0.0, high=self.domain * self.resolution).astype(float)
+        array = checks.check_array(x, "x", owner, ndim=(1, 2), low=0.0, high=self.domain * self.resolution).astype(float)
         check_has_users(array, owner)
         rounded = randomized_round(array / self.resolution, rng)
         return np.minimum(rounded, self.domain).reshape(array.shape[0], -1)  # x/res <= U, so the cap never binds
@@ -448,7 +445,7 @@ class ClippedSum(ClippedPartyHooks, ShuffleProtocol):
         sparse view of their messages. Either adds up over chunks; `analyze` takes the sum.
         """
         owner = type(self).__name__
-        path = check_choice(path, "path", owner, EXECUTION_PATHS)
+        path = checks.check_choice(path, "path", owner, EXECUTION_PATHS)
         generator = as_generator(rng, owner)
         return self.partial_of(self._inputs(chunk, generator), generator, path)
 
@@ -458,9 +455,9 @@ class ClippedSum(ClippedPartyHooks, ShuffleProtocol):
         if isinstance(messages, MessageBatch):
             messages = SparseMessageHistogram.from_messages(messages)
         if not isinstance(messages, SparseMessageHistogram):
-            raise invalid("view", owner, "a SparseMessageHistogram or MessageBatch", type(messages).__name__)
+            raise checks.invalid("view", owner, "a SparseMessageHistogram or MessageBatch", type(messages).__name__)
         if messages.n_instances % self.n_sub_domains:
-            raise invalid("view", owner, f"a multiple of {self.n_sub_domains} instances", messages.n_instances)
+            raise checks.invalid("view", owner, f"a multiple of {self.n_sub_domains} instances", messages.n_instances)
         sub = messages.instances % self.n_sub_domains
         for j, protocol in enumerate(self.instances):
             values = messages.values[sub == j]
@@ -469,7 +466,7 @@ class ClippedSum(ClippedPartyHooks, ShuffleProtocol):
             else:
                 bad = (values == 0) | (np.abs(values) > protocol.levels)
             if np.any(bad):
-                raise invalid("view", owner, f"values its instance {j} can send", int(values[bad][0]))
+                raise checks.invalid("view", owner, f"values its instance {j} can send", int(values[bad][0]))
         return messages
 
     def _message_cap(self, tail_probability: float) -> int:
@@ -501,7 +498,9 @@ class ClippedSum(ClippedPartyHooks, ShuffleProtocol):
         """``S_j`` per column and sub-domain, each by its own instance's analyzer: shape ``(k, log2 U + 1)``."""
         if isinstance(view, NoisySums):
             if view.totals.ndim != 2 or view.totals.shape[1] != self.n_sub_domains:
-                raise invalid("view", type(self).__name__, f"NoisySums of shape (k, {self.n_sub_domains})", view.totals.shape)
+                raise checks.invalid(
+                    "view", type(self).__name__, f"NoisySums of shape (k, {self.n_sub_domains})", view.totals.shape
+                )
             return np.stack([decode_total(p, view.totals[:, j]) for j, p in enumerate(self.instances)], axis=1)
         sparse = self.view(view)
         n_columns = sparse.n_instances // self.n_sub_domains
@@ -588,9 +587,9 @@ def default_rounding_levels(epsilon: float, n_users: int, domain: int) -> int:
         317
     """
     owner = "default_rounding_levels"
-    epsilon = check_epsilon(epsilon, owner)
-    n_users = check_integer(n_users, "n_users", owner, low=1)
-    domain = check_integer(domain, "domain", owner, low=1)
+    epsilon = checks.check_epsilon(epsilon, owner)
+    n_users = checks.check_integer(n_users, "n_users", owner, low=1)
+    domain = checks.check_integer(domain, "domain", owner, low=1)
     return int(min(domain, math.ceil(epsilon * math.sqrt(n_users))))
 
 

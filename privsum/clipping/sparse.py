@@ -14,18 +14,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from privsum import _validation as checks
 from privsum._random import RNGLike, as_generator
-from privsum._validation import (
-    check_array,
-    check_choice,
-    check_delta,
-    check_epsilon,
-    check_integer,
-    check_probability,
-    check_real,
-    invalid,
-    refusals_as,
-)
 from privsum.accounting import GuaranteeEvent, Neighbouring, ParallelEvent, PrivacyEvent, PrivacyGuarantee, basic_composition
 from privsum.accounting.budget import BACKING_RTOL, COMPOSITIONS, compose_like_budget, composition_backs, per_mechanism_budget
 from privsum.clipping._parties import SparseAggregationPartyHooks
@@ -133,24 +123,28 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
-        n_users = check_integer(self.n_users, "n_users", owner, low=2)
-        dimension = check_integer(self.dimension, "dimension", owner, low=1)
+        n_users = checks.check_integer(self.n_users, "n_users", owner, low=2)
+        dimension = checks.check_integer(self.dimension, "dimension", owner, low=1)
         expected_levels = max(1, dimension - 1).bit_length() + 1
         levels = tuple(self.levels)
         if len(levels) != expected_levels:
-            raise invalid("levels", owner, f"{expected_levels} protocols (ceil(log2 d) + 1)", f"{len(levels)} protocols")
+            raise checks.invalid("levels", owner, f"{expected_levels} protocols (ceil(log2 d) + 1)", f"{len(levels)} protocols")
         for protocol in (self.count, *levels):
             if not isinstance(protocol, (SparseMultiMessageSum, CorrelatedNoiseSum)):
-                raise invalid("levels", owner, "CorrelatedNoiseSum or SparseMultiMessageSum protocols", type(protocol).__name__)
+                raise checks.invalid(
+                    "levels", owner, "CorrelatedNoiseSum or SparseMultiMessageSum protocols", type(protocol).__name__
+                )
             if protocol.domain != 1 or protocol.n_users != n_users or protocol.clip:
-                raise invalid("levels", owner, f"bit-count protocols (domain 1) for n_users={n_users}, clip=False", protocol)
+                raise checks.invalid(
+                    "levels", owner, f"bit-count protocols (domain 1) for n_users={n_users}, clip=False", protocol
+                )
         object.__setattr__(self, "levels", levels)
         if not isinstance(self.headline, PrivacyGuarantee):
-            raise invalid("headline", owner, "a PrivacyGuarantee", self.headline)
+            raise checks.invalid("headline", owner, "a PrivacyGuarantee", self.headline)
         if not self._headline_is_backed(dimension):
-            raise invalid("headline", owner, "backed by the count and level protocols' guarantees", self.headline)
-        check_probability(self.failure_probability, "failure_probability", owner, allow_zero=False)
-        check_choice(self.composition, "composition", owner, COMPOSITIONS)
+            raise checks.invalid("headline", owner, "backed by the count and level protocols' guarantees", self.headline)
+        checks.check_probability(self.failure_probability, "failure_probability", owner, allow_zero=False)
+        checks.check_choice(self.composition, "composition", owner, COMPOSITIONS)
 
     @classmethod
     def from_privacy(
@@ -178,16 +172,18 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
             method: instance choice, see `ClippedSum.from_privacy`.
         """
         owner = f"{cls.__name__}.from_privacy"
-        epsilon = check_epsilon(epsilon, owner)
-        delta = check_delta(delta, owner, allow_zero=False)
-        dimension = check_integer(dimension, "dimension", owner, low=1)
-        calibration = check_choice(calibration, "calibration", owner, ("analytic", "tight"))
-        count_fraction = check_real(count_fraction, "count_fraction", owner, low=0.0, high=1.0, low_open=True, high_open=True)
-        method = check_choice(method, "method", owner, INSTANCE_METHODS)
-        n_users = check_integer(n_users, "n_users", owner, low=2)
+        epsilon = checks.check_epsilon(epsilon, owner)
+        delta = checks.check_delta(delta, owner, allow_zero=False)
+        dimension = checks.check_integer(dimension, "dimension", owner, low=1)
+        calibration = checks.check_choice(calibration, "calibration", owner, ("analytic", "tight"))
+        count_fraction = checks.check_real(
+            count_fraction, "count_fraction", owner, low=0.0, high=1.0, low_open=True, high_open=True
+        )
+        method = checks.check_choice(method, "method", owner, INSTANCE_METHODS)
+        n_users = checks.check_integer(n_users, "n_users", owner, low=2)
         composition = "advanced" if calibration == "analytic" else "tight"
         renamed = {name: name for name in ("n_users", "method", "dimension", "failure_probability")}
-        with refusals_as(owner, renamed, derived_from=("epsilon", epsilon)):
+        with checks.refusals_as(owner, renamed, derived_from=("epsilon", epsilon)):
             return cls._calibrated(epsilon, delta, n_users, dimension, composition, count_fraction, method, failure_probability)
 
     @classmethod
@@ -288,7 +284,7 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
         return self.noise_messages_per_user + float(per_user.mean())
 
     def bits_per_message(self, n_instances: int = 1) -> int:
-        n_instances = check_integer(n_instances, "n_instances", type(self).__name__, low=1)
+        n_instances = checks.check_integer(n_instances, "n_instances", type(self).__name__, low=1)
         total = n_instances * self.n_levels * (self.dimension + 1)
         value_bits = max(p.bits_per_message(1) for p in (self.count, *self.levels))
         return (math.ceil(math.log2(total)) if total > 1 else 0) + value_bits
@@ -307,9 +303,9 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
 
     def _inputs(self, x: Any) -> np.ndarray:
         owner = type(self).__name__
-        array = check_array(x, "x", owner, ndim=2, low=0, high=1, integer=True).astype(np.int64)
+        array = checks.check_array(x, "x", owner, ndim=2, low=0, high=1, integer=True).astype(np.int64)
         if array.shape[1] != self.dimension:
-            raise invalid("x", owner, f"an array with {self.dimension} columns", f"shape {array.shape}")
+            raise checks.invalid("x", owner, f"an array with {self.dimension} columns", f"shape {array.shape}")
         check_has_users(array, owner)
         return array
 
@@ -390,7 +386,7 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
     def partial_view(self, chunk: Any, *, rng: RNGLike = None, path: str = "fast") -> PartialView:
         """One chunk of users' share of the view: ``"fast"``, their `NoisySums`; ``"faithful"``, their messages' sparse view."""
         owner = type(self).__name__
-        path = check_choice(path, "path", owner, EXECUTION_PATHS)
+        path = checks.check_choice(path, "path", owner, EXECUTION_PATHS)
         generator = as_generator(rng, owner)
         values = self._inputs(chunk)
         if path == "faithful":
@@ -405,9 +401,9 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
         if isinstance(messages, MessageBatch):
             messages = SparseMessageHistogram.from_messages(messages)
         if not isinstance(messages, SparseMessageHistogram):
-            raise invalid("view", owner, "a SparseMessageHistogram or MessageBatch", type(messages).__name__)
+            raise checks.invalid("view", owner, "a SparseMessageHistogram or MessageBatch", type(messages).__name__)
         if messages.n_instances != self.n_levels * (self.dimension + 1):
-            raise invalid("view", owner, f"{self.n_levels * (self.dimension + 1)} instances", messages.n_instances)
+            raise checks.invalid("view", owner, f"{self.n_levels * (self.dimension + 1)} instances", messages.n_instances)
         return messages
 
     def sample_view(self, x: Any, *, rng: RNGLike = None) -> SparseMessageHistogram:  # type: ignore[override]
@@ -421,7 +417,7 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
             return protocol.analyze(SparseMessageHistogram(local, values, counts, size))
         bad = (values == 0) | (np.abs(values) > protocol.levels)
         if np.any(bad):
-            raise invalid("view", type(self).__name__, "values its instances can send", int(values[bad][0]))
+            raise checks.invalid("view", type(self).__name__, "values its instances can send", int(values[bad][0]))
         width = 2 * protocol.levels + 1
         dense = np.bincount(local * width + values + protocol.levels, weights=counts, minlength=size * width)
         dense = np.delete(dense.reshape(size, width).astype(np.int64), protocol.levels, axis=1)
@@ -460,7 +456,7 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
         """Estimated per-coordinate counts, shape ``(d,)``."""
         if isinstance(view, NoisySums):
             if view.totals.shape != (self.n_levels, 1 + self.dimension):
-                raise invalid(
+                raise checks.invalid(
                     "view", type(self).__name__, f"NoisySums of shape ({self.n_levels}, {1 + self.dimension})", view.totals.shape
                 )
             level_counts = decode_total(self.count, view.totals[:, 0])

@@ -15,18 +15,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from privsum import _validation as checks
 from privsum._random import RNGLike, as_generator
-from privsum._validation import (
-    check_array,
-    check_choice,
-    check_delta,
-    check_epsilon,
-    check_integer,
-    check_probability,
-    check_real,
-    invalid,
-    refusals_as,
-)
 from privsum.accounting import GuaranteeEvent, Neighbouring, PrivacyEvent, PrivacyGuarantee
 from privsum.accounting.budget import (
     COMPOSITIONS,
@@ -127,21 +117,23 @@ class ClippedVectorSum(ClippedVectorPartyHooks, ShuffleProtocol):
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
-        n_users = check_integer(self.n_users, "n_users", owner, low=2)
-        check_integer(self.dimension, "dimension", owner, low=1)
-        check_real(self.radius, "radius", owner, low=0.0, low_open=True)
+        n_users = checks.check_integer(self.n_users, "n_users", owner, low=2)
+        checks.check_integer(self.dimension, "dimension", owner, low=1)
+        checks.check_real(self.radius, "radius", owner, low=0.0, low_open=True)
         if not isinstance(self.coordinate, ClippedSum) or self.coordinate.n_users != n_users or self.coordinate.resolution:
-            raise invalid("coordinate", owner, f"an integer-input ClippedSum for n_users={n_users}", self.coordinate)
+            raise checks.invalid("coordinate", owner, f"an integer-input ClippedSum for n_users={n_users}", self.coordinate)
         if not isinstance(self.headline, PrivacyGuarantee) or self.headline.neighbouring != self.coordinate.neighbouring:
-            raise invalid("headline", owner, f"a PrivacyGuarantee under {self.coordinate.neighbouring.value!r}", self.headline)
-        check_integer(self.seed, "seed", owner, low=0, high=2**63 - 1)
-        count = next_power_of_two(check_integer(self.dimension, "dimension", owner, low=1))
+            raise checks.invalid(
+                "headline", owner, f"a PrivacyGuarantee under {self.coordinate.neighbouring.value!r}", self.headline
+            )
+        checks.check_integer(self.seed, "seed", owner, low=0, high=2**63 - 1)
+        count = next_power_of_two(checks.check_integer(self.dimension, "dimension", owner, low=1))
         coordinate_pld = GuaranteeEvent(self.coordinate.guarantee).pld
         if not composition_backs(self.coordinate.guarantee, count, self.headline, lambda: coordinate_pld().self_compose(count)):
-            raise invalid(
+            raise checks.invalid(
                 "headline", owner, f"backed by composing the coordinate's guarantee over {count} coordinates", self.headline
             )
-        check_choice(self.composition, "composition", owner, COMPOSITIONS)
+        checks.check_choice(self.composition, "composition", owner, COMPOSITIONS)
 
     @classmethod
     def from_privacy(
@@ -176,15 +168,15 @@ class ClippedVectorSum(ClippedVectorPartyHooks, ShuffleProtocol):
         """
         owner = f"{cls.__name__}.from_privacy"
         neighbouring = Neighbouring.parse(neighbouring, owner, CLIPPED_RELATIONS)
-        calibration = check_choice(calibration, "calibration", owner, ("analytic", "tight"))
-        dimension = check_integer(dimension, "dimension", owner, low=1)
-        failure_probability = check_probability(failure_probability, "failure_probability", owner, allow_zero=False)
+        calibration = checks.check_choice(calibration, "calibration", owner, ("analytic", "tight"))
+        dimension = checks.check_integer(dimension, "dimension", owner, low=1)
+        failure_probability = checks.check_probability(failure_probability, "failure_probability", owner, allow_zero=False)
         padded = next_power_of_two(dimension)
         composition = "advanced" if calibration == "analytic" else "tight"
-        epsilon = check_epsilon(epsilon, owner)
-        delta = check_delta(delta, owner, allow_zero=False)
+        epsilon = checks.check_epsilon(epsilon, owner)
+        delta = checks.check_delta(delta, owner, allow_zero=False)
         renamed = {"domain": "levels", "n_users": "n_users", "method": "method", "failure_probability": "failure_probability"}
-        with refusals_as(owner, renamed, derived_from=("epsilon", epsilon)):
+        with checks.refusals_as(owner, renamed, derived_from=("epsilon", epsilon)):
             epsilon0, delta0, headline = per_mechanism_budget(epsilon, delta, padded, composition)
             coordinate = ClippedSum.from_privacy(
                 epsilon=epsilon0,
@@ -233,7 +225,7 @@ class ClippedVectorSum(ClippedVectorPartyHooks, ShuffleProtocol):
         return self.padded_dimension * (2 * noise + data)
 
     def bits_per_message(self, n_instances: int = 1) -> int:
-        n_instances = check_integer(n_instances, "n_instances", type(self).__name__, low=1)
+        n_instances = checks.check_integer(n_instances, "n_instances", type(self).__name__, low=1)
         return self.coordinate.bits_per_message(2 * self.padded_dimension * n_instances)
 
     @property
@@ -243,13 +235,13 @@ class ClippedVectorSum(ClippedVectorPartyHooks, ShuffleProtocol):
 
     def _signed_columns(self, x: Any, rng: np.random.Generator) -> np.ndarray:
         owner = type(self).__name__
-        array = check_array(x, "x", owner, ndim=2).astype(float)
+        array = checks.check_array(x, "x", owner, ndim=2).astype(float)
         if array.shape[1] != self.dimension:
-            raise invalid("x", owner, f"an array with {self.dimension} columns", f"shape {array.shape}")
+            raise checks.invalid("x", owner, f"an array with {self.dimension} columns", f"shape {array.shape}")
         check_has_users(array, owner)
         norms = np.linalg.norm(array, axis=1)
         if norms.size and not norms.max() <= self.radius * (1 + 1e-12):
-            raise invalid("x", owner, f"rows with l2 norm at most radius={self.radius}", f"a row of norm {norms.max()!r}")
+            raise checks.invalid("x", owner, f"rows with l2 norm at most radius={self.radius}", f"a row of norm {norms.max()!r}")
         rotated = self.rotation.rotate(array)
         magnitude = np.minimum(randomized_round(np.abs(rotated) / self.step, rng), self.coordinate.domain)
         return np.concatenate([np.where(rotated > 0, magnitude, 0), np.where(rotated < 0, magnitude, 0)], axis=1)
@@ -298,7 +290,7 @@ class ClippedVectorSum(ClippedVectorPartyHooks, ShuffleProtocol):
     def partial_view(self, chunk: Any, *, rng: RNGLike = None, path: str = "fast") -> PartialView:
         """One chunk of users' share of the view (as `ClippedSum.partial_view`, on their rotated, rounded columns)."""
         owner = type(self).__name__
-        path = check_choice(path, "path", owner, EXECUTION_PATHS)
+        path = checks.check_choice(path, "path", owner, EXECUTION_PATHS)
         generator = as_generator(rng, owner)
         return self.coordinate.partial_of(self._signed_columns(chunk, generator), generator, path)
 

@@ -18,29 +18,9 @@ from privsum import _validation as checks
 from privsum._random import RNGLike, as_generator
 from privsum.accounting import GuaranteeEvent, Neighbouring, ParallelEvent, PrivacyEvent, PrivacyGuarantee, basic_composition
 from privsum.accounting.budget import BACKING_RTOL, COMPOSITIONS, compose_like_budget, composition_backs, per_mechanism_budget
+from privsum.clipping import instances as shared
 from privsum.clipping._parties import SparseAggregationPartyHooks
-from privsum.clipping.instances import (
-    INSTANCE_METHODS,
-    InstanceProtocol,
-    NoisySums,
-    basic_or_none,
-    check_instance_participants,
-    check_participant_count,
-    choose_instance,
-    data_messages,
-    decode_total,
-    instance_messages,
-    instance_shift,
-    instance_views,
-    noise_messages,
-    noise_ratio,
-    noise_scale,
-    noisy_total,
-    parallel_event_or_none,
-    sub_domain_index,
-    upper_tail_threshold,
-    wrap_probability,
-)
+from privsum.clipping.instances import INSTANCE_METHODS, InstanceProtocol, NoisySums
 from privsum.shuffle import EXECUTION_PATHS, MessageBatch, MessageHistogram, ShuffleProtocol
 from privsum.shuffle.robustness import check_malicious
 from privsum.shuffle.sparse import SparseMessageHistogram
@@ -202,7 +182,7 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
         count_epsilon, count_delta = count_fraction * level_epsilon, count_fraction * level_delta
         block_epsilon, block_delta = level_epsilon - count_epsilon, level_delta - count_delta
         margin = 1 - 1e-9  # BBGN20 recomputes its epsilon and delta in floating point (relative error ~1e-12)
-        count = choose_instance(
+        count = shared.choose_instance(
             epsilon=count_epsilon * margin, delta=count_delta * margin, n_users=n_users, domain=1, method=method
         )
         levels, level_guarantees = [], []
@@ -210,7 +190,7 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
             touched = min(2**j, dimension)
             epsilon0, delta0, block = per_mechanism_budget(block_epsilon, block_delta, touched, composition)
             levels.append(
-                choose_instance(epsilon=epsilon0 * margin, delta=delta0 * margin, n_users=n_users, domain=1, method=method)
+                shared.choose_instance(epsilon=epsilon0 * margin, delta=delta0 * margin, n_users=n_users, domain=1, method=method)
             )
             level_guarantees.append(basic_composition([count.guarantee, block]))
         headline = ParallelEvent(tuple(GuaranteeEvent(g) for g in level_guarantees), parts_per_user=2).guarantee
@@ -268,19 +248,21 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
     @property
     def noise_messages_per_user(self) -> float:
         """Expected messages a user sends that carry no data (every instance's noise)."""
-        return self.n_levels * noise_messages(self.count) + self.dimension * sum(noise_messages(p) for p in self.levels)
+        level_noise = sum(shared.noise_messages(p) for p in self.levels)
+        return self.n_levels * shared.noise_messages(self.count) + self.dimension * level_noise
 
     @property
     def expected_messages_per_user(self) -> float:
         """Worst case: noise plus one data message for the count and one per non-zero coordinate (``d``)."""
-        data = data_messages(self.count) + self.dimension * max(data_messages(p) for p in self.levels)
+        data = shared.data_messages(self.count) + self.dimension * max(shared.data_messages(p) for p in self.levels)
         return self.noise_messages_per_user + data
 
     def average_messages_per_user(self, x: Any) -> float:
         """Expected messages per user for these inputs: noise plus data messages proportional to each user's sparsity."""
         values = self._inputs(x)
-        level = sub_domain_index(values.sum(axis=1))
-        per_user = data_messages(self.count) + np.array([data_messages(p) for p in self.levels])[level] * values.sum(axis=1)
+        level = shared.sub_domain_index(values.sum(axis=1))
+        level_messages = np.array([shared.data_messages(p) for p in self.levels])[level]
+        per_user = shared.data_messages(self.count) + level_messages * values.sum(axis=1)
         return self.noise_messages_per_user + float(per_user.mean())
 
     def bits_per_message(self, n_instances: int = 1) -> int:
@@ -293,11 +275,14 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
     def thresholds(self) -> np.ndarray:
         """``T_j`` per level (users): the count's tail and the coordinate-noise bound, the larger."""
         share = self.failure_probability / self.n_levels
-        count_tail = noise_scale(self.count) * upper_tail_threshold(noise_ratio(self.count), share - wrap_probability(self.count))
+        count = self.count
+        count_tail = shared.noise_scale(count) * shared.upper_tail_threshold(
+            shared.noise_ratio(count), share - shared.wrap_probability(count)
+        )
         result = []
         for protocol in self.levels:
-            ratio = noise_ratio(protocol)  # two-sided tail 2 a^t / (1 + a) over d coordinates
-            coordinate_bound = noise_scale(protocol) * upper_tail_threshold(ratio, share / (2 * self.dimension))
+            ratio = shared.noise_ratio(protocol)  # two-sided tail 2 a^t / (1 + a) over d coordinates
+            coordinate_bound = shared.noise_scale(protocol) * shared.upper_tail_threshold(ratio, share / (2 * self.dimension))
             result.append(max(count_tail, coordinate_bound))
         return np.array(result, dtype=float)
 
@@ -310,7 +295,7 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
         return array
 
     def _columns(self, values: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
-        level = sub_domain_index(values.sum(axis=1))
+        level = shared.sub_domain_index(values.sum(axis=1))
         counts = (level[:, None] == np.arange(self.n_levels)[None, :]).astype(np.int64)
         return counts, [np.where((level == j)[:, None], values, 0) for j in range(self.n_levels)]
 
@@ -324,7 +309,7 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
 
     def check_participants(self, n_participants: int) -> None:
         """As `ClippedSum.check_participants`: warn when fewer; raise when more and an instance is BBGN20."""
-        check_instance_participants(n_participants, self.n_users, self._instances, type(self).__name__)
+        shared.check_instance_participants(n_participants, self.n_users, self._instances, type(self).__name__)
 
     def event_for_participants(self, n_participants: int) -> PrivacyEvent:
         """The guarantee achieved when ``n_participants`` users take part (`event` for ``n_users``, or more without BBGN20).
@@ -339,7 +324,7 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
             InvalidParameterError: more than ``n_users`` participants with a BBGN20 instance.
         """
         owner = type(self).__name__
-        n_participants = check_participant_count(n_participants, self.n_users, self._instances, owner)
+        n_participants = shared.check_participant_count(n_participants, self.n_users, self._instances, owner)
         if n_participants >= self.n_users:
             return self.event
         count = self.count.event_for_participants(n_participants).guarantee
@@ -349,8 +334,8 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
             achieved = protocol.event_for_participants(n_participants).guarantee
             touched = min(2**j, self.dimension)
             block = compose_like_budget(achieved, touched, protocol.guarantee, block_delta, self.composition)
-            level_events.append(GuaranteeEvent(basic_or_none(count, block)))
-        return GuaranteeEvent(parallel_event_or_none(tuple(level_events), parts_per_user=2).guarantee)
+            level_events.append(GuaranteeEvent(shared.basic_or_none(count, block)))
+        return GuaranteeEvent(shared.parallel_event_or_none(tuple(level_events), parts_per_user=2).guarantee)
 
     # ----------------------------------------------------------------- roles
     def _pairs(self, values: np.ndarray) -> list[tuple[InstanceProtocol, np.ndarray]]:
@@ -362,7 +347,7 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
         return self.n_levels * (self.dimension + 1)
 
     def _messages_of(self, values: np.ndarray, rng: np.random.Generator) -> MessageBatch:
-        batches = instance_messages(self._pairs(values), rng)
+        batches = shared.instance_messages(self._pairs(values), rng)
         offsets = [0, *self._offsets()]
         return MessageBatch(
             np.concatenate([b.instances + o for b, o in zip(batches, offsets, strict=True)]),
@@ -373,8 +358,8 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
     def _noisy_sums_of(self, values: np.ndarray, rng: np.random.Generator) -> NoisySums:
         """`NoisySums` of shape ``(L + 1, 1 + d)``: column 0 the level counts, then the coordinate counts per level."""
         pairs = self._pairs(values)
-        level_counts = noisy_total(*pairs[0], rng)
-        coordinates = np.stack([noisy_total(p, c, rng) for p, c in pairs[1:]])
+        level_counts = shared.noisy_total(*pairs[0], rng)
+        coordinates = np.stack([shared.noisy_total(p, c, rng) for p, c in pairs[1:]])
         return NoisySums(np.concatenate([level_counts[:, None], coordinates], axis=1))
 
     def randomize(self, x: Any, *, rng: RNGLike = None) -> MessageBatch:
@@ -391,7 +376,9 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
         values = self._inputs(chunk)
         if path == "faithful":
             offsets = [0, *self._offsets()]
-            view = instance_views(self._pairs(values), generator, path, self._n_instances, lambda i, local: local + offsets[i])
+            view = shared.instance_views(
+                self._pairs(values), generator, path, self._n_instances, lambda i, local: local + offsets[i]
+            )
         else:
             view = self._noisy_sums_of(values, generator)
         return PartialView(view, values.shape[0])
@@ -442,8 +429,8 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
         cap = self._enforced_cap(cap, owner)
         if n_malicious == 0:
             return 0.0
-        coordinates = np.array([instance_shift(p, n_malicious, cap) for p in self.levels])
-        count = instance_shift(self.count, n_malicious, cap)
+        coordinates = np.array([shared.instance_shift(p, n_malicious, cap) for p in self.levels])
+        count = shared.instance_shift(self.count, n_malicious, cap)
         return float(coordinates[0] + np.sum(coordinates[1:] + count + 3.0 * self.thresholds[1:]))
 
     def combine(self, level_counts: np.ndarray, coordinate_counts: np.ndarray) -> tuple[np.ndarray, int]:
@@ -459,8 +446,8 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
                 raise checks.invalid(
                     "view", type(self).__name__, f"NoisySums of shape ({self.n_levels}, {1 + self.dimension})", view.totals.shape
                 )
-            level_counts = decode_total(self.count, view.totals[:, 0])
-            coordinate_counts = np.stack([decode_total(p, view.totals[j, 1:]) for j, p in enumerate(self.levels)])
+            level_counts = shared.decode_total(self.count, view.totals[:, 0])
+            coordinate_counts = np.stack([shared.decode_total(p, view.totals[j, 1:]) for j, p in enumerate(self.levels)])
             return self.combine(level_counts, coordinate_counts)[0]
         sparse = self.view(view)
         level_counts = self._part(sparse, self.count, 0, self.n_levels)

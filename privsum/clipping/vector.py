@@ -25,15 +25,9 @@ from privsum.accounting.budget import (
     composition_backs,
     per_mechanism_budget,
 )
+from privsum.clipping import instances as shared
 from privsum.clipping._parties import ClippedVectorPartyHooks
-from privsum.clipping.instances import (
-    CLIPPED_RELATIONS,
-    NoisySums,
-    check_instance_participants,
-    check_participant_count,
-    data_messages,
-    noise_messages,
-)
+from privsum.clipping.instances import CLIPPED_RELATIONS, NoisySums
 from privsum.clipping.scalar import ClippedSum
 from privsum.lsq.hadamard import RandomizedHadamard, next_power_of_two
 from privsum.shuffle import EXECUTION_PATHS, MessageBatch, ShuffleProtocol
@@ -220,8 +214,8 @@ class ClippedVectorSum(ClippedVectorPartyHooks, ShuffleProtocol):
     @property
     def expected_messages_per_user(self) -> float:
         """``2 d'`` columns of noise plus, per coordinate, one sign's data overhead (worst case)."""
-        noise = sum(noise_messages(p) for p in self.coordinate.instances)
-        data = max(data_messages(p) for p in self.coordinate.instances)
+        noise = sum(shared.noise_messages(p) for p in self.coordinate.instances)
+        data = max(shared.data_messages(p) for p in self.coordinate.instances)
         return self.padded_dimension * (2 * noise + data)
 
     def bits_per_message(self, n_instances: int = 1) -> int:
@@ -254,7 +248,7 @@ class ClippedVectorSum(ClippedVectorPartyHooks, ShuffleProtocol):
     # ----------------------------------------------------------------- participation
     def check_participants(self, n_participants: int) -> None:
         """As `ClippedSum.check_participants` (the coordinate sums' instances decide)."""
-        check_instance_participants(n_participants, self.n_users, self.coordinate.instances, type(self).__name__)
+        shared.check_instance_participants(n_participants, self.n_users, self.coordinate.instances, type(self).__name__)
 
     def event_for_participants(self, n_participants: int) -> PrivacyEvent:
         """The guarantee achieved when ``n_participants`` users take part (`event` for ``n_users``, or more without BBGN20).
@@ -266,7 +260,7 @@ class ClippedVectorSum(ClippedVectorPartyHooks, ShuffleProtocol):
             InvalidParameterError: more than ``n_users`` participants with a BBGN20 instance.
         """
         owner = type(self).__name__
-        n_participants = check_participant_count(n_participants, self.n_users, self.coordinate.instances, owner)
+        n_participants = shared.check_participant_count(n_participants, self.n_users, self.coordinate.instances, owner)
         if n_participants >= self.n_users:
             return self.event
         per_coordinate = self.coordinate.event_for_participants(n_participants).guarantee

@@ -13,18 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from privsum import _validation as checks
 from privsum._deprecation import renamed
 from privsum._random import RNGLike, as_generator
-from privsum._validation import (
-    check_array,
-    check_choice,
-    check_delta,
-    check_epsilon,
-    check_integer,
-    check_probability,
-    check_real,
-    invalid,
-)
 from privsum.accounting import GuaranteeEvent, PrivacyGuarantee
 from privsum.clipping.instances import check_noise_ratio
 from privsum.shuffle.noise import sample_discrete_laplace
@@ -82,11 +73,11 @@ class CentralClippedSum:
                 self, "noise_source", renamed("sampler", self.sampler, "noise_source", self.noise_source, "opendp", owner)
             )
             object.__setattr__(self, "sampler", None)
-        epsilon = check_epsilon(self.epsilon, owner)
+        epsilon = checks.check_epsilon(self.epsilon, owner)
         if self.clipping_bound is not None:
-            bound = check_integer(self.clipping_bound, "clipping_bound", owner, low=1)
+            bound = checks.check_integer(self.clipping_bound, "clipping_bound", owner, low=1)
             check_noise_ratio(epsilon, bound, "clipping_bound", owner)
-        check_choice(self.noise_source, "noise_source", owner, CENTRAL_SAMPLERS)
+        checks.check_choice(self.noise_source, "noise_source", owner, CENTRAL_SAMPLERS)
 
     @property
     def guarantee(self) -> PrivacyGuarantee:
@@ -100,7 +91,7 @@ class CentralClippedSum:
     def release(self, x: Any, *, rng: RNGLike = None) -> float:
         """The noisy clipped sum of the integers ``x`` (``(n,)``, non-negative)."""
         owner = type(self).__name__
-        values = check_array(x, "x", owner, ndim=1, low=0, integer=True).astype(np.int64)
+        values = checks.check_array(x, "x", owner, ndim=1, low=0, integer=True).astype(np.int64)
         bound = int(values.max()) if self.clipping_bound is None else self.clipping_bound
         bound = max(bound, 1)
         total = int(np.minimum(values, bound).sum())
@@ -115,7 +106,7 @@ def _opendp_discrete_laplace(total: int, sensitivity: int, epsilon: float) -> in
     dp.enable_features("contrib")
     measurement = dp.m.make_laplace(dp.atom_domain(T="i64"), dp.absolute_distance(T="i64"), scale=sensitivity / epsilon)
     if not measurement.map(sensitivity) <= epsilon * (1 + 1e-12):
-        raise invalid("epsilon", "CentralClippedSum", "met by OpenDP's privacy map", measurement.map(sensitivity))
+        raise checks.invalid("epsilon", "CentralClippedSum", "met by OpenDP's privacy map", measurement.map(sensitivity))
     return int(measurement(total))
 
 
@@ -185,12 +176,12 @@ class PrivateCentralClippedSum:
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
-        check_epsilon(self.epsilon, owner)
-        domain = check_integer(self.domain, "domain", owner, low=1)
+        checks.check_epsilon(self.epsilon, owner)
+        domain = checks.check_integer(self.domain, "domain", owner, low=1)
         if domain & (domain - 1):
-            raise invalid("domain", owner, "a power of two", domain)
-        check_probability(self.failure_probability, "failure_probability", owner, allow_zero=False)
-        check_real(self.selection_fraction, "selection_fraction", owner, low=0.0, high=1.0, low_open=True, high_open=True)
+            raise checks.invalid("domain", owner, "a power of two", domain)
+        checks.check_probability(self.failure_probability, "failure_probability", owner, allow_zero=False)
+        checks.check_real(self.selection_fraction, "selection_fraction", owner, low=0.0, high=1.0, low_open=True, high_open=True)
         check_noise_ratio(self.release_epsilon, domain, "domain", owner)  # the largest threshold is the domain
 
     @property
@@ -219,7 +210,7 @@ class PrivateCentralClippedSum:
         return GuaranteeEvent(self.guarantee)
 
     def _values(self, x: Any) -> np.ndarray:
-        return check_array(x, "x", type(self).__name__, ndim=1, low=0, high=self.domain, integer=True).astype(np.int64)
+        return checks.check_array(x, "x", type(self).__name__, ndim=1, low=0, high=self.domain, integer=True).astype(np.int64)
 
     def selection_probabilities(self, x: Any) -> np.ndarray:
         """Probability of choosing ``tau = 2^j`` for ``j = 0..log2 U`` (the exponential mechanism's law)."""
@@ -257,7 +248,7 @@ def _opendp_gaussian(values: np.ndarray, sensitivity: float, epsilon: float, del
     measurement = chain(scale)
     achieved = measurement.map(float(sensitivity))
     if not (achieved[0] <= epsilon * (1 + 1e-9) and achieved[1] <= delta * (1 + 1e-9)):
-        raise invalid("epsilon", "central Gaussian", "met by OpenDP's privacy map", achieved)
+        raise checks.invalid("epsilon", "central Gaussian", "met by OpenDP's privacy map", achieved)
     return np.asarray(measurement([float(v) for v in np.ravel(values)]), dtype=float)
 
 
@@ -287,10 +278,10 @@ class CentralClippedVectorSum:
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
-        check_epsilon(self.epsilon, owner)
-        check_delta(self.delta, owner, allow_zero=False)
+        checks.check_epsilon(self.epsilon, owner)
+        checks.check_delta(self.delta, owner, allow_zero=False)
         if self.clipping_bound is not None:
-            check_real(self.clipping_bound, "clipping_bound", owner, low=0.0, low_open=True)
+            checks.check_real(self.clipping_bound, "clipping_bound", owner, low=0.0, low_open=True)
 
     @property
     def guarantee(self) -> PrivacyGuarantee:
@@ -298,7 +289,7 @@ class CentralClippedVectorSum:
 
     def release(self, x: Any) -> np.ndarray:
         """The noisy clipped sum of the rows of ``x``."""
-        array = check_array(x, "x", type(self).__name__, ndim=2).astype(float)
+        array = checks.check_array(x, "x", type(self).__name__, ndim=2).astype(float)
         norms = np.linalg.norm(array, axis=1)
         bound = float(norms.max()) if self.clipping_bound is None else self.clipping_bound
         bound = max(bound, 1e-12)
@@ -331,10 +322,10 @@ class CentralSparseAggregation:
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
-        check_epsilon(self.epsilon, owner)
-        check_delta(self.delta, owner, allow_zero=False)
+        checks.check_epsilon(self.epsilon, owner)
+        checks.check_delta(self.delta, owner, allow_zero=False)
         if self.sparsity_bound is not None:
-            check_integer(self.sparsity_bound, "sparsity_bound", owner, low=1)
+            checks.check_integer(self.sparsity_bound, "sparsity_bound", owner, low=1)
 
     @property
     def guarantee(self) -> PrivacyGuarantee:
@@ -342,7 +333,7 @@ class CentralSparseAggregation:
 
     def release(self, x: Any) -> np.ndarray:
         """Noisy per-coordinate counts of the binary rows of ``x``."""
-        values = check_array(x, "x", type(self).__name__, ndim=2, low=0, high=1, integer=True).astype(np.int64)
+        values = checks.check_array(x, "x", type(self).__name__, ndim=2, low=0, high=1, integer=True).astype(np.int64)
         bound = int(values.sum(axis=1).max()) if self.sparsity_bound is None else self.sparsity_bound
         bound = max(bound, 1)
         kept = values * (np.cumsum(values, axis=1) <= bound)

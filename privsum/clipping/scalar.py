@@ -24,48 +24,17 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from privsum import _validation as checks
 from privsum._random import RNGLike, as_generator
-from privsum._validation import (
-    check_array,
-    check_choice,
-    check_delta,
-    check_epsilon,
-    check_integer,
-    check_probability,
-    check_real,
-    invalid,
-)
 from privsum.accounting import Neighbouring, ParallelEvent, PrivacyEvent
+from privsum.clipping import instances as shared
 from privsum.clipping._parties import ClippedPartyHooks
-from privsum.clipping.instances import (
-    CLIPPED_RELATIONS,
-    INSTANCE_METHODS,
-    InstanceProtocol,
-    NoisySums,
-    check_instance_participants,
-    check_participant_count,
-    choose_instance,
-    data_messages,
-    decode_total,
-    instance_messages,
-    instance_shift,
-    instance_views,
-    noise_messages,
-    noise_ratio,
-    noise_scale,
-    noisy_total,
-    parallel_event_or_none,
-    stated_under,
-    sub_domain_index,
-    touched_parts,
-    upper_tail_threshold,
-    wrap_probability,
-)
+from privsum.clipping.instances import CLIPPED_RELATIONS, INSTANCE_METHODS, InstanceProtocol, NoisySums
 from privsum.shuffle import EXECUTION_PATHS, MessageBatch, MessageHistogram, ShuffleProtocol
 from privsum.shuffle.noise import discrete_laplace_variance
 from privsum.shuffle.robustness import check_malicious
 from privsum.shuffle.sparse import SparseMessageHistogram
-from privsum.shuffle.streaming import PartialView, is_chunk_stream
+from privsum.shuffle.streaming import PartialView
 from privsum.sums._common import check_has_users, randomized_round
 from privsum.sums.correlated import CorrelatedNoiseSum
 from privsum.sums.sparse_shares import SparseMultiMessageSum
@@ -204,24 +173,28 @@ class ClippedSum(ClippedPartyHooks, ShuffleProtocol):
     def __post_init__(self) -> None:
         owner = type(self).__name__
         object.__setattr__(self, "neighbouring", Neighbouring.parse(self.neighbouring, owner, CLIPPED_RELATIONS))
-        n_users = check_integer(self.n_users, "n_users", owner, low=2)
-        domain = check_integer(self.domain, "domain", owner, low=1)
+        n_users = checks.check_integer(self.n_users, "n_users", owner, low=2)
+        domain = checks.check_integer(self.domain, "domain", owner, low=1)
         if domain & (domain - 1):
-            raise invalid("domain", owner, "a power of two", domain)
+            raise checks.invalid("domain", owner, "a power of two", domain)
         instances = tuple(self.instances)
         if len(instances) != domain.bit_length():
-            raise invalid("instances", owner, f"{domain.bit_length()} protocols (log2 U + 1)", f"{len(instances)} protocols")
+            raise checks.invalid(
+                "instances", owner, f"{domain.bit_length()} protocols (log2 U + 1)", f"{len(instances)} protocols"
+            )
         for j, protocol in enumerate(instances):
             if not isinstance(protocol, (CorrelatedNoiseSum, SparseMultiMessageSum)):
-                raise invalid(
+                raise checks.invalid(
                     "instances", owner, "CorrelatedNoiseSum or SparseMultiMessageSum protocols", type(protocol).__name__
                 )
             if protocol.domain != 2**j or protocol.n_users != n_users or protocol.clip:
-                raise invalid("instances", owner, f"instance {j} with domain 2^{j}, n_users={n_users} and clip=False", protocol)
+                raise checks.invalid(
+                    "instances", owner, f"instance {j} with domain 2^{j}, n_users={n_users} and clip=False", protocol
+                )
         object.__setattr__(self, "instances", instances)
-        check_probability(self.failure_probability, "failure_probability", owner, allow_zero=False)
+        checks.check_probability(self.failure_probability, "failure_probability", owner, allow_zero=False)
         if self.resolution is not None:
-            check_real(self.resolution, "resolution", owner, low=0.0, low_open=True)
+            checks.check_real(self.resolution, "resolution", owner, low=0.0, low_open=True)
 
     @classmethod
     def from_privacy(
@@ -255,17 +228,17 @@ class ClippedSum(ClippedPartyHooks, ShuffleProtocol):
         """
         owner = f"{cls.__name__}.from_privacy"
         neighbouring = Neighbouring.parse(neighbouring, owner, CLIPPED_RELATIONS)
-        parts = touched_parts(neighbouring)
-        epsilon = check_epsilon(epsilon, owner)
-        delta = check_delta(delta, owner, allow_zero=False)
-        n_users = check_integer(n_users, "n_users", owner, low=2)
-        domain = check_integer(domain, "domain", owner, low=1)
+        parts = shared.touched_parts(neighbouring)
+        epsilon = checks.check_epsilon(epsilon, owner)
+        delta = checks.check_delta(delta, owner, allow_zero=False)
+        n_users = checks.check_integer(n_users, "n_users", owner, low=2)
+        domain = checks.check_integer(domain, "domain", owner, low=1)
         if domain & (domain - 1):
-            raise invalid("domain", owner, "a power of two", domain)
-        check_choice(calibration, "calibration", owner, ("analytic",))
-        method = check_choice(method, "method", owner, INSTANCE_METHODS)
+            raise checks.invalid("domain", owner, "a power of two", domain)
+        checks.check_choice(calibration, "calibration", owner, ("analytic",))
+        method = checks.check_choice(method, "method", owner, INSTANCE_METHODS)
         instances = tuple(
-            choose_instance(
+            shared.choose_instance(
                 # margins: BBGN20 recomputes epsilon and delta in floating point (relative error ~1e-12)
                 epsilon=epsilon / parts * (1 - 1e-9),
                 delta=delta / parts * (1 - 1e-9),
@@ -294,8 +267,8 @@ class ClippedSum(ClippedPartyHooks, ShuffleProtocol):
     @property
     def event(self) -> ParallelEvent:
         """The instances in parallel, two touched per replace-one change, one per zero-out change."""
-        events = tuple(stated_under(p.event, self.neighbouring) for p in self.instances)
-        return ParallelEvent(events, parts_per_user=touched_parts(self.neighbouring))
+        events = tuple(shared.stated_under(p.event, self.neighbouring) for p in self.instances)
+        return ParallelEvent(events, parts_per_user=shared.touched_parts(self.neighbouring))
 
     @property
     def alphabet(self) -> range:  # type: ignore[override]
@@ -307,21 +280,21 @@ class ClippedSum(ClippedPartyHooks, ShuffleProtocol):
     @property
     def expected_messages_per_user(self) -> float:
         """Worst-case user: every instance's noise messages plus the largest data-message overhead (per column)."""
-        noise = sum(noise_messages(p) for p in self.instances)
-        return noise + max(data_messages(p) for p in self.instances)
+        noise = sum(shared.noise_messages(p) for p in self.instances)
+        return noise + max(shared.data_messages(p) for p in self.instances)
 
     def average_messages_per_user(self, x: Any) -> float:
         """Expected messages per user (per column) for these inputs: noise everywhere plus data messages where sent."""
         values = self._integer_view(x)
-        sub = sub_domain_index(values)
+        sub = shared.sub_domain_index(values)
         data = np.zeros(values.shape)
         for j, protocol in enumerate(self.instances):
-            data += data_messages(protocol) * ((sub == j) & (values != 0))
-        return sum(noise_messages(p) for p in self.instances) + float(data.mean())
+            data += shared.data_messages(protocol) * ((sub == j) & (values != 0))
+        return sum(shared.noise_messages(p) for p in self.instances) + float(data.mean())
 
     def bits_per_message(self, n_instances: int = 1) -> int:
         """Instance tag (``n_instances (log2 U + 1)`` instances) plus the widest instance's value bits."""
-        n_instances = check_integer(n_instances, "n_instances", type(self).__name__, low=1)
+        n_instances = checks.check_integer(n_instances, "n_instances", type(self).__name__, low=1)
         total = n_instances * self.n_sub_domains
         tag_bits = math.ceil(math.log2(total)) if total > 1 else 0
         return tag_bits + max(p.bits_per_message(1) for p in self.instances)
@@ -332,32 +305,34 @@ class ClippedSum(ClippedPartyHooks, ShuffleProtocol):
         share = self.failure_probability / self.n_sub_domains
         result = []
         for protocol in self.instances:
-            budget = share - wrap_probability(protocol)
+            budget = share - shared.wrap_probability(protocol)
             if not budget > 0:
-                raise invalid("failure_probability", type(self).__name__, "larger than the instances' wrap-around chance", share)
-            result.append(noise_scale(protocol) * upper_tail_threshold(noise_ratio(protocol), budget))
+                raise checks.invalid(
+                    "failure_probability", type(self).__name__, "larger than the instances' wrap-around chance", share
+                )
+            result.append(shared.noise_scale(protocol) * shared.upper_tail_threshold(shared.noise_ratio(protocol), budget))
         return np.array(result, dtype=float)
 
     def empty_pass_probability(self) -> np.ndarray:
         """Exact chance that an empty sub-domain's estimate reaches its threshold (GKMPS21), or a bound (BBGN20)."""
         result = []
         for protocol, threshold in zip(self.instances, self.thresholds, strict=True):
-            ratio, t = noise_ratio(protocol), round(threshold / noise_scale(protocol))
-            result.append(ratio**t / (1 + ratio) + wrap_probability(protocol))
+            ratio, t = shared.noise_ratio(protocol), round(threshold / shared.noise_scale(protocol))
+            result.append(ratio**t / (1 + ratio) + shared.wrap_probability(protocol))
         return np.array(result)
 
     def sub_domain_variances(self) -> np.ndarray:
         """Variance of each ``S_j``'s noise (integer units, without rounding)."""
-        return np.array([noise_scale(p) ** 2 * discrete_laplace_variance(noise_ratio(p)) for p in self.instances])
+        return np.array([shared.noise_scale(p) ** 2 * discrete_laplace_variance(shared.noise_ratio(p)) for p in self.instances])
 
     # ----------------------------------------------------------------- inputs
     def _integer_view(self, x: Any) -> np.ndarray:
         """Validate inputs (no rounding): integers, or reals for ``resolution``; shape ``(n, k)``."""
         owner = type(self).__name__
         if self.resolution is None:
-            array = check_array(x, "x", owner, ndim=(1, 2), low=0, high=self.domain, integer=True).astype(np.int64)
+            array = checks.check_array(x, "x", owner, ndim=(1, 2), low=0, high=self.domain, integer=True).astype(np.int64)
         else:
-            array = check_array(x, "x", owner, ndim=(1, 2), low=0.0, high=self.domain * self.resolution).astype(float)
+            array = checks.check_array(x, "x", owner, ndim=(1, 2), low=0.0, high=self.domain * self.resolution).astype(float)
             array = np.floor(array / self.resolution).astype(np.int64)  # for message counting only
         check_has_users(array, owner)
         return array.reshape(array.shape[0], -1)
@@ -367,19 +342,19 @@ class ClippedSum(ClippedPartyHooks, ShuffleProtocol):
         owner = type(self).__name__
         if self.resolution is None:
             return self._integer_view(x)
-        array = check_array(x, "x", owner, ndim=(1, 2), low=0.0, high=self.domain * self.resolution).astype(float)
+        array = checks.check_array(x, "x", owner, ndim=(1, 2), low=0.0, high=self.domain * self.resolution).astype(float)
         check_has_users(array, owner)
         rounded = randomized_round(array / self.resolution, rng)
         return np.minimum(rounded, self.domain).reshape(array.shape[0], -1)  # x/res <= U, so the cap never binds
 
     def _columns(self, values: np.ndarray) -> list[np.ndarray]:
-        sub = sub_domain_index(values)
+        sub = shared.sub_domain_index(values)
         return [np.where(sub == j, values, 0) for j in range(self.n_sub_domains)]
 
     # ----------------------------------------------------------------- participation
     def check_participants(self, n_participants: int) -> None:
         """Warn with `PrivacyLeakWarning` when fewer than ``n_users`` take part; raise when more do and an instance is BBGN20."""
-        check_instance_participants(n_participants, self.n_users, self.instances, type(self).__name__)
+        shared.check_instance_participants(n_participants, self.n_users, self.instances, type(self).__name__)
 
     def event_for_participants(self, n_participants: int) -> PrivacyEvent:
         """The guarantee achieved when ``n_participants`` users take part (`event` for ``n_users``, or more without BBGN20).
@@ -392,11 +367,11 @@ class ClippedSum(ClippedPartyHooks, ShuffleProtocol):
             InvalidParameterError: more than ``n_users`` participants with a BBGN20 instance.
         """
         owner = type(self).__name__
-        n_participants = check_participant_count(n_participants, self.n_users, self.instances, owner)
+        n_participants = shared.check_participant_count(n_participants, self.n_users, self.instances, owner)
         if n_participants >= self.n_users:
             return self.event
-        events = tuple(stated_under(p.event_for_participants(n_participants), self.neighbouring) for p in self.instances)
-        return parallel_event_or_none(events, parts_per_user=touched_parts(self.neighbouring))
+        events = tuple(shared.stated_under(p.event_for_participants(n_participants), self.neighbouring) for p in self.instances)
+        return shared.parallel_event_or_none(events, parts_per_user=shared.touched_parts(self.neighbouring))
 
     # ----------------------------------------------------------------- roles (values validated, participants not checked)
     def _pairs(self, values: np.ndarray) -> list[tuple[InstanceProtocol, np.ndarray]]:
@@ -404,7 +379,7 @@ class ClippedSum(ClippedPartyHooks, ShuffleProtocol):
 
     def messages_of(self, values: np.ndarray, rng: np.random.Generator) -> MessageBatch:
         """Messages of validated integer inputs ``(n, k)``, with no participant check (for composite protocols)."""
-        batches = instance_messages(self._pairs(values), rng)
+        batches = shared.instance_messages(self._pairs(values), rng)
         n_instances = values.shape[1] * self.n_sub_domains
         return MessageBatch(
             np.concatenate([b.instances * self.n_sub_domains + j for j, b in enumerate(batches)]),
@@ -415,11 +390,14 @@ class ClippedSum(ClippedPartyHooks, ShuffleProtocol):
     def message_view_of(self, values: np.ndarray, rng: np.random.Generator, path: str) -> SparseMessageHistogram:
         """The sparse message view of validated integer inputs, each instance's view on ``path``; no participant check."""
         width = self.n_sub_domains
-        return instance_views(self._pairs(values), rng, path, values.shape[1] * width, lambda j, local: local * width + j)
+        return shared.instance_views(self._pairs(values), rng, path, values.shape[1] * width, lambda j, local: local * width + j)
 
     def noisy_sums_of(self, values: np.ndarray, rng: np.random.Generator) -> NoisySums:
-        """Every (column, sub-domain) instance's `noisy_total` for validated integer inputs: shape ``(k, log2 U + 1)``."""
-        return NoisySums(np.stack([noisy_total(p, c, rng) for p, c in self._pairs(values)], axis=1))
+        """Every (column, sub-domain) instance's noisy total (`~privsum.clipping.instances.noisy_total`) for validated integers.
+
+        Shape ``(k, log2 U + 1)``.
+        """
+        return NoisySums(np.stack([shared.noisy_total(p, c, rng) for p, c in self._pairs(values)], axis=1))
 
     def partial_of(self, values: np.ndarray, rng: np.random.Generator, path: str) -> PartialView:
         """`partial_view` of validated integer inputs (``"fast"``: `NoisySums`; ``"faithful"``: the message view)."""
@@ -448,7 +426,7 @@ class ClippedSum(ClippedPartyHooks, ShuffleProtocol):
         sparse view of their messages. Either adds up over chunks; `analyze` takes the sum.
         """
         owner = type(self).__name__
-        path = check_choice(path, "path", owner, EXECUTION_PATHS)
+        path = checks.check_choice(path, "path", owner, EXECUTION_PATHS)
         generator = as_generator(rng, owner)
         return self.partial_of(self._inputs(chunk, generator), generator, path)
 
@@ -458,9 +436,9 @@ class ClippedSum(ClippedPartyHooks, ShuffleProtocol):
         if isinstance(messages, MessageBatch):
             messages = SparseMessageHistogram.from_messages(messages)
         if not isinstance(messages, SparseMessageHistogram):
-            raise invalid("view", owner, "a SparseMessageHistogram or MessageBatch", type(messages).__name__)
+            raise checks.invalid("view", owner, "a SparseMessageHistogram or MessageBatch", type(messages).__name__)
         if messages.n_instances % self.n_sub_domains:
-            raise invalid("view", owner, f"a multiple of {self.n_sub_domains} instances", messages.n_instances)
+            raise checks.invalid("view", owner, f"a multiple of {self.n_sub_domains} instances", messages.n_instances)
         sub = messages.instances % self.n_sub_domains
         for j, protocol in enumerate(self.instances):
             values = messages.values[sub == j]
@@ -469,7 +447,7 @@ class ClippedSum(ClippedPartyHooks, ShuffleProtocol):
             else:
                 bad = (values == 0) | (np.abs(values) > protocol.levels)
             if np.any(bad):
-                raise invalid("view", owner, f"values its instance {j} can send", int(values[bad][0]))
+                raise checks.invalid("view", owner, f"values its instance {j} can send", int(values[bad][0]))
         return messages
 
     def _message_cap(self, tail_probability: float) -> int:
@@ -481,7 +459,7 @@ class ClippedSum(ClippedPartyHooks, ShuffleProtocol):
         owner = f"{type(self).__name__}.sub_domain_manipulation_bounds"
         n_malicious = check_malicious(n_malicious, owner)
         cap = self._enforced_cap(cap, owner)
-        return np.array([instance_shift(p, n_malicious, cap) for p in self.instances])
+        return np.array([shared.instance_shift(p, n_malicious, cap) for p in self.instances])
 
     def manipulation_bound(self, n_malicious: int, *, cap: int | None = None) -> float:
         """``A_0 + sum_{j >= 1} (A_j + T_j)`` (input units), whenever every honest ``S_j >= -T_j``.
@@ -501,8 +479,10 @@ class ClippedSum(ClippedPartyHooks, ShuffleProtocol):
         """``S_j`` per column and sub-domain, each by its own instance's analyzer: shape ``(k, log2 U + 1)``."""
         if isinstance(view, NoisySums):
             if view.totals.ndim != 2 or view.totals.shape[1] != self.n_sub_domains:
-                raise invalid("view", type(self).__name__, f"NoisySums of shape (k, {self.n_sub_domains})", view.totals.shape)
-            return np.stack([decode_total(p, view.totals[:, j]) for j, p in enumerate(self.instances)], axis=1)
+                raise checks.invalid(
+                    "view", type(self).__name__, f"NoisySums of shape (k, {self.n_sub_domains})", view.totals.shape
+                )
+            return np.stack([shared.decode_total(p, view.totals[:, j]) for j, p in enumerate(self.instances)], axis=1)
         sparse = self.view(view)
         n_columns = sparse.n_instances // self.n_sub_domains
         sub = sparse.instances % self.n_sub_domains
@@ -568,13 +548,9 @@ class ClippedSum(ClippedPartyHooks, ShuffleProtocol):
                 (tested against the faithful path), then applies the same threshold rule.
                 `sample_view` gives the full message view when it is wanted.
         """
-        owner = type(self).__name__
-        path = check_choice(path, "path", owner, EXECUTION_PATHS)
-        generator = as_generator(rng, owner)
-        if is_chunk_stream(x):
-            return self.run_streamed(x, rng=generator, path=path)
-        if path == "faithful":
-            return super().run(x, rng=generator, path="faithful")
+        return super().run(x, rng=rng, path=path)
+
+    def _run_fast(self, x: Any, generator: np.random.Generator) -> np.ndarray:
         return self.combine(self.sample_sub_domain_estimates(x, rng=generator)).estimate
 
 
@@ -592,9 +568,9 @@ def default_rounding_levels(epsilon: float, n_users: int, domain: int) -> int:
         317
     """
     owner = "default_rounding_levels"
-    epsilon = check_epsilon(epsilon, owner)
-    n_users = check_integer(n_users, "n_users", owner, low=1)
-    domain = check_integer(domain, "domain", owner, low=1)
+    epsilon = checks.check_epsilon(epsilon, owner)
+    n_users = checks.check_integer(n_users, "n_users", owner, low=1)
+    domain = checks.check_integer(domain, "domain", owner, low=1)
     return int(min(domain, math.ceil(epsilon * math.sqrt(n_users))))
 
 

@@ -14,47 +14,17 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from privsum import _validation as checks
 from privsum._random import RNGLike, as_generator
-from privsum._validation import (
-    check_array,
-    check_choice,
-    check_delta,
-    check_epsilon,
-    check_integer,
-    check_probability,
-    check_real,
-    invalid,
-    refusals_as,
-)
 from privsum.accounting import GuaranteeEvent, Neighbouring, ParallelEvent, PrivacyEvent, PrivacyGuarantee, basic_composition
 from privsum.accounting.budget import BACKING_RTOL, COMPOSITIONS, compose_like_budget, composition_backs, per_mechanism_budget
+from privsum.clipping import instances as shared
 from privsum.clipping._parties import SparseAggregationPartyHooks
-from privsum.clipping.instances import (
-    INSTANCE_METHODS,
-    InstanceProtocol,
-    NoisySums,
-    basic_or_none,
-    check_instance_participants,
-    check_participant_count,
-    choose_instance,
-    data_messages,
-    decode_total,
-    instance_messages,
-    instance_shift,
-    instance_views,
-    noise_messages,
-    noise_ratio,
-    noise_scale,
-    noisy_total,
-    parallel_event_or_none,
-    sub_domain_index,
-    upper_tail_threshold,
-    wrap_probability,
-)
+from privsum.clipping.instances import INSTANCE_METHODS, InstanceProtocol, NoisySums
 from privsum.shuffle import EXECUTION_PATHS, MessageBatch, MessageHistogram, ShuffleProtocol
 from privsum.shuffle.robustness import check_malicious
 from privsum.shuffle.sparse import SparseMessageHistogram
-from privsum.shuffle.streaming import PartialView, is_chunk_stream
+from privsum.shuffle.streaming import PartialView
 from privsum.sums._common import check_has_users
 from privsum.sums.correlated import CorrelatedNoiseSum
 from privsum.sums.sparse_shares import SparseMultiMessageSum
@@ -133,24 +103,28 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
-        n_users = check_integer(self.n_users, "n_users", owner, low=2)
-        dimension = check_integer(self.dimension, "dimension", owner, low=1)
+        n_users = checks.check_integer(self.n_users, "n_users", owner, low=2)
+        dimension = checks.check_integer(self.dimension, "dimension", owner, low=1)
         expected_levels = max(1, dimension - 1).bit_length() + 1
         levels = tuple(self.levels)
         if len(levels) != expected_levels:
-            raise invalid("levels", owner, f"{expected_levels} protocols (ceil(log2 d) + 1)", f"{len(levels)} protocols")
+            raise checks.invalid("levels", owner, f"{expected_levels} protocols (ceil(log2 d) + 1)", f"{len(levels)} protocols")
         for protocol in (self.count, *levels):
             if not isinstance(protocol, (SparseMultiMessageSum, CorrelatedNoiseSum)):
-                raise invalid("levels", owner, "CorrelatedNoiseSum or SparseMultiMessageSum protocols", type(protocol).__name__)
+                raise checks.invalid(
+                    "levels", owner, "CorrelatedNoiseSum or SparseMultiMessageSum protocols", type(protocol).__name__
+                )
             if protocol.domain != 1 or protocol.n_users != n_users or protocol.clip:
-                raise invalid("levels", owner, f"bit-count protocols (domain 1) for n_users={n_users}, clip=False", protocol)
+                raise checks.invalid(
+                    "levels", owner, f"bit-count protocols (domain 1) for n_users={n_users}, clip=False", protocol
+                )
         object.__setattr__(self, "levels", levels)
         if not isinstance(self.headline, PrivacyGuarantee):
-            raise invalid("headline", owner, "a PrivacyGuarantee", self.headline)
+            raise checks.invalid("headline", owner, "a PrivacyGuarantee", self.headline)
         if not self._headline_is_backed(dimension):
-            raise invalid("headline", owner, "backed by the count and level protocols' guarantees", self.headline)
-        check_probability(self.failure_probability, "failure_probability", owner, allow_zero=False)
-        check_choice(self.composition, "composition", owner, COMPOSITIONS)
+            raise checks.invalid("headline", owner, "backed by the count and level protocols' guarantees", self.headline)
+        checks.check_probability(self.failure_probability, "failure_probability", owner, allow_zero=False)
+        checks.check_choice(self.composition, "composition", owner, COMPOSITIONS)
 
     @classmethod
     def from_privacy(
@@ -178,16 +152,18 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
             method: instance choice, see `ClippedSum.from_privacy`.
         """
         owner = f"{cls.__name__}.from_privacy"
-        epsilon = check_epsilon(epsilon, owner)
-        delta = check_delta(delta, owner, allow_zero=False)
-        dimension = check_integer(dimension, "dimension", owner, low=1)
-        calibration = check_choice(calibration, "calibration", owner, ("analytic", "tight"))
-        count_fraction = check_real(count_fraction, "count_fraction", owner, low=0.0, high=1.0, low_open=True, high_open=True)
-        method = check_choice(method, "method", owner, INSTANCE_METHODS)
-        n_users = check_integer(n_users, "n_users", owner, low=2)
+        epsilon = checks.check_epsilon(epsilon, owner)
+        delta = checks.check_delta(delta, owner, allow_zero=False)
+        dimension = checks.check_integer(dimension, "dimension", owner, low=1)
+        calibration = checks.check_choice(calibration, "calibration", owner, ("analytic", "tight"))
+        count_fraction = checks.check_real(
+            count_fraction, "count_fraction", owner, low=0.0, high=1.0, low_open=True, high_open=True
+        )
+        method = checks.check_choice(method, "method", owner, INSTANCE_METHODS)
+        n_users = checks.check_integer(n_users, "n_users", owner, low=2)
         composition = "advanced" if calibration == "analytic" else "tight"
         renamed = {name: name for name in ("n_users", "method", "dimension", "failure_probability")}
-        with refusals_as(owner, renamed, derived_from=("epsilon", epsilon)):
+        with checks.refusals_as(owner, renamed, derived_from=("epsilon", epsilon)):
             return cls._calibrated(epsilon, delta, n_users, dimension, composition, count_fraction, method, failure_probability)
 
     @classmethod
@@ -206,7 +182,7 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
         count_epsilon, count_delta = count_fraction * level_epsilon, count_fraction * level_delta
         block_epsilon, block_delta = level_epsilon - count_epsilon, level_delta - count_delta
         margin = 1 - 1e-9  # BBGN20 recomputes its epsilon and delta in floating point (relative error ~1e-12)
-        count = choose_instance(
+        count = shared.choose_instance(
             epsilon=count_epsilon * margin, delta=count_delta * margin, n_users=n_users, domain=1, method=method
         )
         levels, level_guarantees = [], []
@@ -214,7 +190,7 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
             touched = min(2**j, dimension)
             epsilon0, delta0, block = per_mechanism_budget(block_epsilon, block_delta, touched, composition)
             levels.append(
-                choose_instance(epsilon=epsilon0 * margin, delta=delta0 * margin, n_users=n_users, domain=1, method=method)
+                shared.choose_instance(epsilon=epsilon0 * margin, delta=delta0 * margin, n_users=n_users, domain=1, method=method)
             )
             level_guarantees.append(basic_composition([count.guarantee, block]))
         headline = ParallelEvent(tuple(GuaranteeEvent(g) for g in level_guarantees), parts_per_user=2).guarantee
@@ -272,23 +248,25 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
     @property
     def noise_messages_per_user(self) -> float:
         """Expected messages a user sends that carry no data (every instance's noise)."""
-        return self.n_levels * noise_messages(self.count) + self.dimension * sum(noise_messages(p) for p in self.levels)
+        level_noise = sum(shared.noise_messages(p) for p in self.levels)
+        return self.n_levels * shared.noise_messages(self.count) + self.dimension * level_noise
 
     @property
     def expected_messages_per_user(self) -> float:
         """Worst case: noise plus one data message for the count and one per non-zero coordinate (``d``)."""
-        data = data_messages(self.count) + self.dimension * max(data_messages(p) for p in self.levels)
+        data = shared.data_messages(self.count) + self.dimension * max(shared.data_messages(p) for p in self.levels)
         return self.noise_messages_per_user + data
 
     def average_messages_per_user(self, x: Any) -> float:
         """Expected messages per user for these inputs: noise plus data messages proportional to each user's sparsity."""
         values = self._inputs(x)
-        level = sub_domain_index(values.sum(axis=1))
-        per_user = data_messages(self.count) + np.array([data_messages(p) for p in self.levels])[level] * values.sum(axis=1)
+        level = shared.sub_domain_index(values.sum(axis=1))
+        level_messages = np.array([shared.data_messages(p) for p in self.levels])[level]
+        per_user = shared.data_messages(self.count) + level_messages * values.sum(axis=1)
         return self.noise_messages_per_user + float(per_user.mean())
 
     def bits_per_message(self, n_instances: int = 1) -> int:
-        n_instances = check_integer(n_instances, "n_instances", type(self).__name__, low=1)
+        n_instances = checks.check_integer(n_instances, "n_instances", type(self).__name__, low=1)
         total = n_instances * self.n_levels * (self.dimension + 1)
         value_bits = max(p.bits_per_message(1) for p in (self.count, *self.levels))
         return (math.ceil(math.log2(total)) if total > 1 else 0) + value_bits
@@ -297,24 +275,27 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
     def thresholds(self) -> np.ndarray:
         """``T_j`` per level (users): the count's tail and the coordinate-noise bound, the larger."""
         share = self.failure_probability / self.n_levels
-        count_tail = noise_scale(self.count) * upper_tail_threshold(noise_ratio(self.count), share - wrap_probability(self.count))
+        count = self.count
+        count_tail = shared.noise_scale(count) * shared.upper_tail_threshold(
+            shared.noise_ratio(count), share - shared.wrap_probability(count)
+        )
         result = []
         for protocol in self.levels:
-            ratio = noise_ratio(protocol)  # two-sided tail 2 a^t / (1 + a) over d coordinates
-            coordinate_bound = noise_scale(protocol) * upper_tail_threshold(ratio, share / (2 * self.dimension))
+            ratio = shared.noise_ratio(protocol)  # two-sided tail 2 a^t / (1 + a) over d coordinates
+            coordinate_bound = shared.noise_scale(protocol) * shared.upper_tail_threshold(ratio, share / (2 * self.dimension))
             result.append(max(count_tail, coordinate_bound))
         return np.array(result, dtype=float)
 
     def _inputs(self, x: Any) -> np.ndarray:
         owner = type(self).__name__
-        array = check_array(x, "x", owner, ndim=2, low=0, high=1, integer=True).astype(np.int64)
+        array = checks.check_array(x, "x", owner, ndim=2, low=0, high=1, integer=True).astype(np.int64)
         if array.shape[1] != self.dimension:
-            raise invalid("x", owner, f"an array with {self.dimension} columns", f"shape {array.shape}")
+            raise checks.invalid("x", owner, f"an array with {self.dimension} columns", f"shape {array.shape}")
         check_has_users(array, owner)
         return array
 
     def _columns(self, values: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
-        level = sub_domain_index(values.sum(axis=1))
+        level = shared.sub_domain_index(values.sum(axis=1))
         counts = (level[:, None] == np.arange(self.n_levels)[None, :]).astype(np.int64)
         return counts, [np.where((level == j)[:, None], values, 0) for j in range(self.n_levels)]
 
@@ -328,7 +309,7 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
 
     def check_participants(self, n_participants: int) -> None:
         """As `ClippedSum.check_participants`: warn when fewer; raise when more and an instance is BBGN20."""
-        check_instance_participants(n_participants, self.n_users, self._instances, type(self).__name__)
+        shared.check_instance_participants(n_participants, self.n_users, self._instances, type(self).__name__)
 
     def event_for_participants(self, n_participants: int) -> PrivacyEvent:
         """The guarantee achieved when ``n_participants`` users take part (`event` for ``n_users``, or more without BBGN20).
@@ -343,7 +324,7 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
             InvalidParameterError: more than ``n_users`` participants with a BBGN20 instance.
         """
         owner = type(self).__name__
-        n_participants = check_participant_count(n_participants, self.n_users, self._instances, owner)
+        n_participants = shared.check_participant_count(n_participants, self.n_users, self._instances, owner)
         if n_participants >= self.n_users:
             return self.event
         count = self.count.event_for_participants(n_participants).guarantee
@@ -353,8 +334,8 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
             achieved = protocol.event_for_participants(n_participants).guarantee
             touched = min(2**j, self.dimension)
             block = compose_like_budget(achieved, touched, protocol.guarantee, block_delta, self.composition)
-            level_events.append(GuaranteeEvent(basic_or_none(count, block)))
-        return GuaranteeEvent(parallel_event_or_none(tuple(level_events), parts_per_user=2).guarantee)
+            level_events.append(GuaranteeEvent(shared.basic_or_none(count, block)))
+        return GuaranteeEvent(shared.parallel_event_or_none(tuple(level_events), parts_per_user=2).guarantee)
 
     # ----------------------------------------------------------------- roles
     def _pairs(self, values: np.ndarray) -> list[tuple[InstanceProtocol, np.ndarray]]:
@@ -366,7 +347,7 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
         return self.n_levels * (self.dimension + 1)
 
     def _messages_of(self, values: np.ndarray, rng: np.random.Generator) -> MessageBatch:
-        batches = instance_messages(self._pairs(values), rng)
+        batches = shared.instance_messages(self._pairs(values), rng)
         offsets = [0, *self._offsets()]
         return MessageBatch(
             np.concatenate([b.instances + o for b, o in zip(batches, offsets, strict=True)]),
@@ -377,8 +358,8 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
     def _noisy_sums_of(self, values: np.ndarray, rng: np.random.Generator) -> NoisySums:
         """`NoisySums` of shape ``(L + 1, 1 + d)``: column 0 the level counts, then the coordinate counts per level."""
         pairs = self._pairs(values)
-        level_counts = noisy_total(*pairs[0], rng)
-        coordinates = np.stack([noisy_total(p, c, rng) for p, c in pairs[1:]])
+        level_counts = shared.noisy_total(*pairs[0], rng)
+        coordinates = np.stack([shared.noisy_total(p, c, rng) for p, c in pairs[1:]])
         return NoisySums(np.concatenate([level_counts[:, None], coordinates], axis=1))
 
     def randomize(self, x: Any, *, rng: RNGLike = None) -> MessageBatch:
@@ -390,12 +371,14 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
     def partial_view(self, chunk: Any, *, rng: RNGLike = None, path: str = "fast") -> PartialView:
         """One chunk of users' share of the view: ``"fast"``, their `NoisySums`; ``"faithful"``, their messages' sparse view."""
         owner = type(self).__name__
-        path = check_choice(path, "path", owner, EXECUTION_PATHS)
+        path = checks.check_choice(path, "path", owner, EXECUTION_PATHS)
         generator = as_generator(rng, owner)
         values = self._inputs(chunk)
         if path == "faithful":
             offsets = [0, *self._offsets()]
-            view = instance_views(self._pairs(values), generator, path, self._n_instances, lambda i, local: local + offsets[i])
+            view = shared.instance_views(
+                self._pairs(values), generator, path, self._n_instances, lambda i, local: local + offsets[i]
+            )
         else:
             view = self._noisy_sums_of(values, generator)
         return PartialView(view, values.shape[0])
@@ -405,9 +388,9 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
         if isinstance(messages, MessageBatch):
             messages = SparseMessageHistogram.from_messages(messages)
         if not isinstance(messages, SparseMessageHistogram):
-            raise invalid("view", owner, "a SparseMessageHistogram or MessageBatch", type(messages).__name__)
+            raise checks.invalid("view", owner, "a SparseMessageHistogram or MessageBatch", type(messages).__name__)
         if messages.n_instances != self.n_levels * (self.dimension + 1):
-            raise invalid("view", owner, f"{self.n_levels * (self.dimension + 1)} instances", messages.n_instances)
+            raise checks.invalid("view", owner, f"{self.n_levels * (self.dimension + 1)} instances", messages.n_instances)
         return messages
 
     def sample_view(self, x: Any, *, rng: RNGLike = None) -> SparseMessageHistogram:  # type: ignore[override]
@@ -421,7 +404,7 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
             return protocol.analyze(SparseMessageHistogram(local, values, counts, size))
         bad = (values == 0) | (np.abs(values) > protocol.levels)
         if np.any(bad):
-            raise invalid("view", type(self).__name__, "values its instances can send", int(values[bad][0]))
+            raise checks.invalid("view", type(self).__name__, "values its instances can send", int(values[bad][0]))
         width = 2 * protocol.levels + 1
         dense = np.bincount(local * width + values + protocol.levels, weights=counts, minlength=size * width)
         dense = np.delete(dense.reshape(size, width).astype(np.int64), protocol.levels, axis=1)
@@ -446,8 +429,8 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
         cap = self._enforced_cap(cap, owner)
         if n_malicious == 0:
             return 0.0
-        coordinates = np.array([instance_shift(p, n_malicious, cap) for p in self.levels])
-        count = instance_shift(self.count, n_malicious, cap)
+        coordinates = np.array([shared.instance_shift(p, n_malicious, cap) for p in self.levels])
+        count = shared.instance_shift(self.count, n_malicious, cap)
         return float(coordinates[0] + np.sum(coordinates[1:] + count + 3.0 * self.thresholds[1:]))
 
     def combine(self, level_counts: np.ndarray, coordinate_counts: np.ndarray) -> tuple[np.ndarray, int]:
@@ -460,11 +443,11 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
         """Estimated per-coordinate counts, shape ``(d,)``."""
         if isinstance(view, NoisySums):
             if view.totals.shape != (self.n_levels, 1 + self.dimension):
-                raise invalid(
+                raise checks.invalid(
                     "view", type(self).__name__, f"NoisySums of shape ({self.n_levels}, {1 + self.dimension})", view.totals.shape
                 )
-            level_counts = decode_total(self.count, view.totals[:, 0])
-            coordinate_counts = np.stack([decode_total(p, view.totals[j, 1:]) for j, p in enumerate(self.levels)])
+            level_counts = shared.decode_total(self.count, view.totals[:, 0])
+            coordinate_counts = np.stack([shared.decode_total(p, view.totals[j, 1:]) for j, p in enumerate(self.levels)])
             return self.combine(level_counts, coordinate_counts)[0]
         sparse = self.view(view)
         level_counts = self._part(sparse, self.count, 0, self.n_levels)
@@ -475,13 +458,9 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
 
     def run(self, x: Any, *, rng: RNGLike = None, path: str = "fast") -> np.ndarray:
         """As `ClippedSum.run`: ``"fast"`` samples every instance's noisy total exactly in law; chunks of users stream."""
-        owner = type(self).__name__
-        path = check_choice(path, "path", owner, EXECUTION_PATHS)
-        generator = as_generator(rng, owner)
-        if is_chunk_stream(x):
-            return self.run_streamed(x, rng=generator, path=path)
-        if path == "faithful":
-            return super().run(x, rng=generator, path="faithful")
+        return super().run(x, rng=rng, path=path)
+
+    def _run_fast(self, x: Any, generator: np.random.Generator) -> np.ndarray:
         values = self._inputs(x)
         self.check_participants(values.shape[0])
         return self.analyze(self._noisy_sums_of(values, generator))

@@ -15,18 +15,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from privsum import _validation as checks
 from privsum._random import RNGLike, as_generator
-from privsum._validation import (
-    check_array,
-    check_choice,
-    check_delta,
-    check_epsilon,
-    check_integer,
-    check_probability,
-    check_real,
-    invalid,
-    refusals_as,
-)
 from privsum.accounting import GuaranteeEvent, Neighbouring, PrivacyEvent, PrivacyGuarantee
 from privsum.accounting.budget import (
     COMPOSITIONS,
@@ -35,21 +25,15 @@ from privsum.accounting.budget import (
     composition_backs,
     per_mechanism_budget,
 )
+from privsum.clipping import instances as shared
 from privsum.clipping._parties import ClippedVectorPartyHooks
-from privsum.clipping.instances import (
-    CLIPPED_RELATIONS,
-    NoisySums,
-    check_instance_participants,
-    check_participant_count,
-    data_messages,
-    noise_messages,
-)
+from privsum.clipping.instances import CLIPPED_RELATIONS, NoisySums
 from privsum.clipping.scalar import ClippedSum
 from privsum.lsq.hadamard import RandomizedHadamard, next_power_of_two
 from privsum.shuffle import EXECUTION_PATHS, MessageBatch, ShuffleProtocol
 from privsum.shuffle.robustness import check_malicious
 from privsum.shuffle.sparse import SparseMessageHistogram
-from privsum.shuffle.streaming import PartialView, is_chunk_stream
+from privsum.shuffle.streaming import PartialView
 from privsum.sums._common import check_has_users, randomized_round
 
 __all__ = ["ClippedVectorSum"]
@@ -127,21 +111,23 @@ class ClippedVectorSum(ClippedVectorPartyHooks, ShuffleProtocol):
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
-        n_users = check_integer(self.n_users, "n_users", owner, low=2)
-        check_integer(self.dimension, "dimension", owner, low=1)
-        check_real(self.radius, "radius", owner, low=0.0, low_open=True)
+        n_users = checks.check_integer(self.n_users, "n_users", owner, low=2)
+        checks.check_integer(self.dimension, "dimension", owner, low=1)
+        checks.check_real(self.radius, "radius", owner, low=0.0, low_open=True)
         if not isinstance(self.coordinate, ClippedSum) or self.coordinate.n_users != n_users or self.coordinate.resolution:
-            raise invalid("coordinate", owner, f"an integer-input ClippedSum for n_users={n_users}", self.coordinate)
+            raise checks.invalid("coordinate", owner, f"an integer-input ClippedSum for n_users={n_users}", self.coordinate)
         if not isinstance(self.headline, PrivacyGuarantee) or self.headline.neighbouring != self.coordinate.neighbouring:
-            raise invalid("headline", owner, f"a PrivacyGuarantee under {self.coordinate.neighbouring.value!r}", self.headline)
-        check_integer(self.seed, "seed", owner, low=0, high=2**63 - 1)
-        count = next_power_of_two(check_integer(self.dimension, "dimension", owner, low=1))
+            raise checks.invalid(
+                "headline", owner, f"a PrivacyGuarantee under {self.coordinate.neighbouring.value!r}", self.headline
+            )
+        checks.check_integer(self.seed, "seed", owner, low=0, high=2**63 - 1)
+        count = next_power_of_two(checks.check_integer(self.dimension, "dimension", owner, low=1))
         coordinate_pld = GuaranteeEvent(self.coordinate.guarantee).pld
         if not composition_backs(self.coordinate.guarantee, count, self.headline, lambda: coordinate_pld().self_compose(count)):
-            raise invalid(
+            raise checks.invalid(
                 "headline", owner, f"backed by composing the coordinate's guarantee over {count} coordinates", self.headline
             )
-        check_choice(self.composition, "composition", owner, COMPOSITIONS)
+        checks.check_choice(self.composition, "composition", owner, COMPOSITIONS)
 
     @classmethod
     def from_privacy(
@@ -176,15 +162,15 @@ class ClippedVectorSum(ClippedVectorPartyHooks, ShuffleProtocol):
         """
         owner = f"{cls.__name__}.from_privacy"
         neighbouring = Neighbouring.parse(neighbouring, owner, CLIPPED_RELATIONS)
-        calibration = check_choice(calibration, "calibration", owner, ("analytic", "tight"))
-        dimension = check_integer(dimension, "dimension", owner, low=1)
-        failure_probability = check_probability(failure_probability, "failure_probability", owner, allow_zero=False)
+        calibration = checks.check_choice(calibration, "calibration", owner, ("analytic", "tight"))
+        dimension = checks.check_integer(dimension, "dimension", owner, low=1)
+        failure_probability = checks.check_probability(failure_probability, "failure_probability", owner, allow_zero=False)
         padded = next_power_of_two(dimension)
         composition = "advanced" if calibration == "analytic" else "tight"
-        epsilon = check_epsilon(epsilon, owner)
-        delta = check_delta(delta, owner, allow_zero=False)
+        epsilon = checks.check_epsilon(epsilon, owner)
+        delta = checks.check_delta(delta, owner, allow_zero=False)
         renamed = {"domain": "levels", "n_users": "n_users", "method": "method", "failure_probability": "failure_probability"}
-        with refusals_as(owner, renamed, derived_from=("epsilon", epsilon)):
+        with checks.refusals_as(owner, renamed, derived_from=("epsilon", epsilon)):
             epsilon0, delta0, headline = per_mechanism_budget(epsilon, delta, padded, composition)
             coordinate = ClippedSum.from_privacy(
                 epsilon=epsilon0,
@@ -228,12 +214,12 @@ class ClippedVectorSum(ClippedVectorPartyHooks, ShuffleProtocol):
     @property
     def expected_messages_per_user(self) -> float:
         """``2 d'`` columns of noise plus, per coordinate, one sign's data overhead (worst case)."""
-        noise = sum(noise_messages(p) for p in self.coordinate.instances)
-        data = max(data_messages(p) for p in self.coordinate.instances)
+        noise = sum(shared.noise_messages(p) for p in self.coordinate.instances)
+        data = max(shared.data_messages(p) for p in self.coordinate.instances)
         return self.padded_dimension * (2 * noise + data)
 
     def bits_per_message(self, n_instances: int = 1) -> int:
-        n_instances = check_integer(n_instances, "n_instances", type(self).__name__, low=1)
+        n_instances = checks.check_integer(n_instances, "n_instances", type(self).__name__, low=1)
         return self.coordinate.bits_per_message(2 * self.padded_dimension * n_instances)
 
     @property
@@ -243,13 +229,13 @@ class ClippedVectorSum(ClippedVectorPartyHooks, ShuffleProtocol):
 
     def _signed_columns(self, x: Any, rng: np.random.Generator) -> np.ndarray:
         owner = type(self).__name__
-        array = check_array(x, "x", owner, ndim=2).astype(float)
+        array = checks.check_array(x, "x", owner, ndim=2).astype(float)
         if array.shape[1] != self.dimension:
-            raise invalid("x", owner, f"an array with {self.dimension} columns", f"shape {array.shape}")
+            raise checks.invalid("x", owner, f"an array with {self.dimension} columns", f"shape {array.shape}")
         check_has_users(array, owner)
         norms = np.linalg.norm(array, axis=1)
         if norms.size and not norms.max() <= self.radius * (1 + 1e-12):
-            raise invalid("x", owner, f"rows with l2 norm at most radius={self.radius}", f"a row of norm {norms.max()!r}")
+            raise checks.invalid("x", owner, f"rows with l2 norm at most radius={self.radius}", f"a row of norm {norms.max()!r}")
         rotated = self.rotation.rotate(array)
         magnitude = np.minimum(randomized_round(np.abs(rotated) / self.step, rng), self.coordinate.domain)
         return np.concatenate([np.where(rotated > 0, magnitude, 0), np.where(rotated < 0, magnitude, 0)], axis=1)
@@ -262,7 +248,7 @@ class ClippedVectorSum(ClippedVectorPartyHooks, ShuffleProtocol):
     # ----------------------------------------------------------------- participation
     def check_participants(self, n_participants: int) -> None:
         """As `ClippedSum.check_participants` (the coordinate sums' instances decide)."""
-        check_instance_participants(n_participants, self.n_users, self.coordinate.instances, type(self).__name__)
+        shared.check_instance_participants(n_participants, self.n_users, self.coordinate.instances, type(self).__name__)
 
     def event_for_participants(self, n_participants: int) -> PrivacyEvent:
         """The guarantee achieved when ``n_participants`` users take part (`event` for ``n_users``, or more without BBGN20).
@@ -274,7 +260,7 @@ class ClippedVectorSum(ClippedVectorPartyHooks, ShuffleProtocol):
             InvalidParameterError: more than ``n_users`` participants with a BBGN20 instance.
         """
         owner = type(self).__name__
-        n_participants = check_participant_count(n_participants, self.n_users, self.coordinate.instances, owner)
+        n_participants = shared.check_participant_count(n_participants, self.n_users, self.coordinate.instances, owner)
         if n_participants >= self.n_users:
             return self.event
         per_coordinate = self.coordinate.event_for_participants(n_participants).guarantee
@@ -298,7 +284,7 @@ class ClippedVectorSum(ClippedVectorPartyHooks, ShuffleProtocol):
     def partial_view(self, chunk: Any, *, rng: RNGLike = None, path: str = "fast") -> PartialView:
         """One chunk of users' share of the view (as `ClippedSum.partial_view`, on their rotated, rounded columns)."""
         owner = type(self).__name__
-        path = check_choice(path, "path", owner, EXECUTION_PATHS)
+        path = checks.check_choice(path, "path", owner, EXECUTION_PATHS)
         generator = as_generator(rng, owner)
         return self.coordinate.partial_of(self._signed_columns(chunk, generator), generator, path)
 
@@ -327,13 +313,9 @@ class ClippedVectorSum(ClippedVectorPartyHooks, ShuffleProtocol):
 
     def run(self, x: Any, *, rng: RNGLike = None, path: str = "fast") -> np.ndarray:
         """As `ClippedSum.run`: ``"fast"`` samples the instances' noisy totals exactly in law; chunks of users stream."""
-        owner = type(self).__name__
-        path = check_choice(path, "path", owner, EXECUTION_PATHS)
-        generator = as_generator(rng, owner)
-        if is_chunk_stream(x):
-            return self.run_streamed(x, rng=generator, path=path)
-        if path == "faithful":
-            return super().run(x, rng=generator, path="faithful")
+        return super().run(x, rng=rng, path=path)
+
+    def _run_fast(self, x: Any, generator: np.random.Generator) -> np.ndarray:
         columns = self._signed_columns(x, generator)
         self.check_participants(columns.shape[0])
         return self.analyze(self.coordinate.noisy_sums_of(columns, generator))

@@ -44,7 +44,44 @@ def _hoeffding_half_width(n_users: int, failure: float) -> float:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ShuffledMean:
+class _RoundedSums:
+    """What both bounded statistics share: reals in a public ``[low, high]`` scaled to ``[0, levels]`` for ``sum_protocol``."""
+
+    low: float
+    high: float
+    sum_protocol: SparseMultiMessageSum
+
+    def __post_init__(self) -> None:
+        owner = type(self).__name__
+        object.__setattr__(self, "low", check_real(self.low, "low", owner))
+        object.__setattr__(self, "high", check_real(self.high, "high", owner))
+        if not self.high > self.low:
+            raise invalid("high", owner, f"greater than low={self.low:g}", self.high)
+        if not isinstance(self.sum_protocol, SparseMultiMessageSum):
+            raise invalid("sum_protocol", owner, "a SparseMultiMessageSum", self.sum_protocol)
+
+    @property
+    def n_users(self) -> int:
+        return self.sum_protocol.n_users
+
+    @property
+    def levels(self) -> int:
+        return self.sum_protocol.domain
+
+    def bits_per_message(self) -> int:
+        return self.sum_protocol.bits_per_message()
+
+    def _scaled(self, values: Any) -> np.ndarray:
+        """``levels (x - low)/(high - low)`` for each user's value (validated: finite, within ``[low, high]``)."""
+        owner = type(self).__name__
+        array = check_array(values, "values", owner, ndim=1, low=self.low, high=self.high).astype(float)
+        if array.size == 0:
+            raise invalid("values", owner, "at least one value", "no values")
+        return np.minimum((array - self.low) * (self.levels / (self.high - self.low)), float(self.levels))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShuffledMean(_RoundedSums):
     """The mean of reals in a public ``[low, high]`` from a shuffled integer sum.
 
     User ``i`` maps ``x_i`` to ``u_i = levels (x_i - low)/(high - low)`` in ``[0, levels]``, rounds it
@@ -78,19 +115,6 @@ class ShuffledMean:
         True
     """
 
-    low: float
-    high: float
-    sum_protocol: SparseMultiMessageSum
-
-    def __post_init__(self) -> None:
-        owner = type(self).__name__
-        object.__setattr__(self, "low", check_real(self.low, "low", owner))
-        object.__setattr__(self, "high", check_real(self.high, "high", owner))
-        if not self.high > self.low:
-            raise invalid("high", owner, f"greater than low={self.low:g}", self.high)
-        if not isinstance(self.sum_protocol, SparseMultiMessageSum):
-            raise invalid("sum_protocol", owner, "a SparseMultiMessageSum", self.sum_protocol)
-
     @classmethod
     def from_privacy(
         cls, *, epsilon: float, delta: float, n_users: int, low: float, high: float, levels: int | None = None
@@ -118,14 +142,6 @@ class ShuffledMean:
         return cls(low=low, high=high, sum_protocol=protocol)
 
     @property
-    def n_users(self) -> int:
-        return self.sum_protocol.n_users
-
-    @property
-    def levels(self) -> int:
-        return self.sum_protocol.domain
-
-    @property
     def event(self) -> PrivacyEvent:
         return self.sum_protocol.event
 
@@ -136,9 +152,6 @@ class ShuffledMean:
     @property
     def expected_messages_per_user(self) -> float:
         return self.sum_protocol.expected_messages_per_user
-
-    def bits_per_message(self) -> int:
-        return self.sum_protocol.bits_per_message()
 
     def _unit(self) -> float:
         """The mean's change per unit of the integer sum."""
@@ -153,12 +166,8 @@ class ShuffledMean:
 
     def encode(self, values: Any, *, rng: RNGLike = None) -> np.ndarray:
         """Each user's rounded integer in ``[0, levels]`` (validated: finite, within ``[low, high]``)."""
-        owner = type(self).__name__
-        array = check_array(values, "values", owner, ndim=1, low=self.low, high=self.high).astype(float)
-        if array.size == 0:
-            raise invalid("values", owner, "at least one value", "no values")
-        scaled = np.minimum((array - self.low) * (self.levels / (self.high - self.low)), float(self.levels))
-        return _rounded(scaled, as_generator(rng, owner))
+        scaled = self._scaled(values)
+        return _rounded(scaled, as_generator(rng, type(self).__name__))
 
     def run(self, values: Any, *, rng: RNGLike = None, path: str = "fast") -> float:
         """The estimated mean of ``values`` (one per user)."""
@@ -193,7 +202,7 @@ class MeanAndVariance(NamedTuple):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ShuffledMeanVariance:
+class ShuffledMeanVariance(_RoundedSums):
     """The mean and the population variance of reals in ``[low, high]``: two shuffled integer sums.
 
     User ``i`` scales ``x_i`` to ``u_i = L (x_i - low)/(high - low)`` in ``[0, L]`` and rounds, at
@@ -221,15 +230,6 @@ class ShuffledMeanVariance:
         True
     """
 
-    low: float
-    high: float
-    sum_protocol: SparseMultiMessageSum
-
-    def __post_init__(self) -> None:
-        ShuffledMean(low=self.low, high=self.high, sum_protocol=self.sum_protocol)  # the same checks
-        object.__setattr__(self, "low", float(self.low))
-        object.__setattr__(self, "high", float(self.high))
-
     @classmethod
     def from_privacy(
         cls, *, epsilon: float, delta: float, n_users: int, low: float, high: float, levels: int | None = None
@@ -240,14 +240,6 @@ class ShuffledMeanVariance:
         delta = check_delta(delta, owner, allow_zero=False)
         half = ShuffledMean.from_privacy(epsilon=epsilon / 2, delta=delta / 2, n_users=n_users, low=low, high=high, levels=levels)
         return cls(low=low, high=high, sum_protocol=half.sum_protocol)
-
-    @property
-    def n_users(self) -> int:
-        return self.sum_protocol.n_users
-
-    @property
-    def levels(self) -> int:
-        return self.sum_protocol.domain
 
     @property
     def event(self) -> PrivacyEvent:
@@ -264,13 +256,9 @@ class ShuffledMeanVariance:
 
     def run(self, values: Any, *, rng: RNGLike = None, path: str = "fast") -> MeanAndVariance:
         """The estimated mean and population variance of ``values`` (one per user)."""
-        owner = type(self).__name__
-        generator = as_generator(rng, owner)
-        array = check_array(values, "values", owner, ndim=1, low=self.low, high=self.high).astype(float)
-        if array.size == 0:
-            raise invalid("values", owner, "at least one value", "no values")
+        generator = as_generator(rng, type(self).__name__)
+        scaled = self._scaled(values)
         levels, n = self.levels, self.n_users
-        scaled = np.minimum((array - self.low) * (levels / (self.high - self.low)), float(levels))
         inputs = np.stack([_rounded(scaled, generator), _rounded(scaled**2 / levels, generator)], axis=1)
         first, second = np.asarray(self.sum_protocol.run(inputs, rng=generator, path=path), dtype=float)
         mean = first / n

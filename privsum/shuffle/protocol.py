@@ -171,6 +171,10 @@ class ShuffleProtocol(abc.ABC):
         if path == "faithful":
             messages = self.randomize(x, rng=generator)
             return self.analyze(self.view(self.shuffle(messages, rng=generator)))
+        return self._run_fast(x, generator)
+
+    def _run_fast(self, x: Any, generator: np.random.Generator) -> Any:
+        """`run`'s fast path: the analyzer on the directly sampled view; a protocol with a shorter exact sampler overrides it."""
         return self.analyze(self.sample_view(x, rng=generator))
 
     # ----------------------------------------------------------------- robustness

@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from privsum._validation import check_array, invalid
+from privsum._validation import check_array, check_delta, check_epsilon, check_integer, invalid
 from privsum.exceptions import PrivacyLeakWarning
 
-__all__ = ["as_user_matrix", "integer_inputs", "randomized_round", "real_inputs", "warn_if_fewer"]
+__all__ = ["as_user_matrix", "check_sum_request", "integer_inputs", "randomized_round", "real_inputs", "warn_if_fewer"]
 
 
 def as_user_matrix(array: np.ndarray) -> np.ndarray:
@@ -22,6 +22,18 @@ def check_has_users(array: np.ndarray, owner: str) -> None:
     """Raise unless the array holds at least one user (first axis) and one entry."""
     if array.ndim == 0 or array.shape[0] == 0 or array.size == 0:
         raise invalid("x", owner, "a non-empty array (at least one user)", f"shape {array.shape}")
+
+
+def check_sum_request(
+    epsilon: float, delta: float, n_users: int, domain: int, owner: str, *, least_users: int = 1
+) -> tuple[float, float, int, int]:
+    """``(epsilon, delta, n_users, domain)`` of an integer sum's ``from_privacy``, checked (``delta > 0``)."""
+    return (
+        check_epsilon(epsilon, owner),
+        check_delta(delta, owner, allow_zero=False),
+        check_integer(n_users, "n_users", owner, low=least_users),
+        check_integer(domain, "domain", owner, low=1),
+    )
 
 
 def check_user_count(array: np.ndarray, n_users: int, owner: str) -> None:

@@ -293,6 +293,14 @@ def tight_precision_and_probability(
     return best, cache[best][1]
 
 
+
+def check_analytic_bound(protocol: Any, owner: str) -> None:
+    """Raise unless a blanket protocol accounted ``"analytic"`` has a finite analytic epsilon (it needs epsilon < 6)."""
+    if protocol.accounting == "analytic" and not math.isfinite(protocol._analytic_epsilon()):
+        raise invalid(
+            "blanket_probability", owner, "large enough for the analytic bound (epsilon < 6)", protocol.blanket_probability
+        )
+
 @dataclass(frozen=True, kw_only=True)
 class BlanketRealSum(ShuffleProtocol):
     """Single-message shuffled sum of reals in ``[0, 1]`` with a k-ary privacy blanket (BBGN19).
@@ -366,10 +374,7 @@ class BlanketRealSum(ShuffleProtocol):
         check_choice(self.accounting, "accounting", owner, CALIBRATIONS)
         if not isinstance(self.clip, bool):
             raise invalid("clip", owner, "a bool", self.clip)
-        if self.accounting == "analytic" and not math.isfinite(self._analytic_epsilon()):
-            raise invalid(
-                "blanket_probability", owner, "large enough for the analytic bound (epsilon < 6)", self.blanket_probability
-            )
+        check_analytic_bound(self, owner)
 
     @classmethod
     def from_privacy(

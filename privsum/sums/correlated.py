@@ -38,7 +38,7 @@ from privsum.shuffle.noise import discrete_laplace_variance, negative_binomial_t
 from privsum.shuffle.protocol import EXECUTION_PATHS, SenderCap
 from privsum.shuffle.robustness import weighted_negative_binomial_cap
 from privsum.shuffle.streaming import PartialView
-from privsum.sums._common import integer_inputs, randomized_round, warn_if_fewer
+from privsum.sums._common import check_sum_request, integer_inputs, randomized_round, warn_if_fewer
 
 __all__ = ["CorrelatedNoiseSum", "gkmps_parameters"]
 
@@ -287,10 +287,7 @@ class CorrelatedNoiseSum(ShuffleProtocol):
             spread_log: the log in the flooding spread ``Gamma`` (see `gkmps_parameters`).
         """
         owner = f"{cls.__name__}.from_privacy"
-        epsilon = check_epsilon(epsilon, owner)
-        delta = check_delta(delta, owner, allow_zero=False)
-        n_users = check_integer(n_users, "n_users", owner, low=1)
-        domain = check_integer(domain, "domain", owner, low=1)
+        epsilon, delta, n_users, domain = check_sum_request(epsilon, delta, n_users, domain, owner)
         calibration = check_choice(calibration, "calibration", owner, ("tight", "analytic"))
         if levels is None:
             if domain > MAX_LEVELS:

@@ -20,8 +20,6 @@ from privsum._random import RNGLike, as_generator
 from privsum._validation import (
     MAX_INT64,
     check_choice,
-    check_delta,
-    check_epsilon,
     check_integer,
     check_probability,
     check_real,
@@ -38,7 +36,7 @@ from privsum.shuffle.noise import (
 from privsum.shuffle.protocol import EXECUTION_PATHS, SenderCap
 from privsum.shuffle.robustness import check_malicious
 from privsum.shuffle.streaming import PartialView
-from privsum.sums._common import integer_inputs, warn_if_fewer
+from privsum.sums._common import check_sum_request, integer_inputs, warn_if_fewer
 from privsum.sums.split_and_mix import MAX_CHI_SQUARE_USERS, share_distance_bound
 
 __all__ = ["MAX_MODULUS", "MultiMessageSum", "default_share_count", "supported_security_bits"]
@@ -206,10 +204,7 @@ class MultiMessageSum(ShuffleProtocol):
             clip: see the class.
         """
         owner = f"{cls.__name__}.from_privacy"
-        epsilon = check_epsilon(epsilon, owner)
-        delta = check_delta(delta, owner, allow_zero=False)
-        n_users = check_integer(n_users, "n_users", owner, low=2)
-        domain = check_integer(domain, "domain", owner, low=1)
+        epsilon, delta, n_users, domain = check_sum_request(epsilon, delta, n_users, domain, owner, least_users=2)
         check_choice(calibration, "calibration", owner, ("analytic",))
         wrap_probability = check_probability(wrap_probability, "wrap_probability", owner, allow_zero=False)
         ratio = math.exp(-epsilon / domain)

@@ -24,6 +24,7 @@ from privsum.sums.blanket import (
     analytic_blanket_probability,
     blanket_profile,
     calibrate_blanket_probability,
+    check_analytic_bound,
     default_precision,
     tight_precision_and_probability,
 )
@@ -150,10 +151,7 @@ class ShuffledVectorSum(ShuffleProtocol):
                 raise invalid(name, owner, "a bool", getattr(self, name))
         if self.accounting == "tight" and self.samples != 1:
             raise invalid("accounting", owner, "'analytic' when samples > 1 (no exact profile for t > 1)", self.accounting)
-        if self.accounting == "analytic" and not math.isfinite(self._analytic_epsilon()):
-            raise invalid(
-                "blanket_probability", owner, "large enough for the analytic bound (epsilon < 6)", self.blanket_probability
-            )
+        check_analytic_bound(self, owner)
 
     @classmethod
     def from_privacy(

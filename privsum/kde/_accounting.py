@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import math
 
+from privsum._delegation import delegated
 from privsum._validation import check_integer, invalid
 from privsum.accounting.budget import composed_guarantee
 from privsum.accounting.cache import cached_calibration
@@ -39,10 +40,7 @@ class ComposedInstancesAccounting:
     accounting: str
     delta: float
 
-    @property
-    def n_users(self) -> int:
-        """Users the bit sums are calibrated for."""
-        return self.bitsum.n_users
+    n_users = delegated("bitsum.n_users", "Users the bit sums are calibrated for.")
 
     @property
     def touched_per_repetition(self) -> int:

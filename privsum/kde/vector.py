@@ -15,6 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from privsum._delegation import delegated
 from privsum._random import RNGLike, as_generator
 from privsum._validation import check_integer, invalid, refusals_as
 from privsum.accounting.events import PrivacyEvent
@@ -107,15 +108,8 @@ class VectorSumReleases:
         """Users the vector sum is set up for."""
         return int(self.vector_sum.n_users)
 
-    @property
-    def guarantee(self) -> PrivacyGuarantee:
-        """The vector sum's guarantee (the KDE is post-processing of the sum)."""
-        return self.vector_sum.guarantee
-
-    @property
-    def event(self) -> PrivacyEvent:
-        """The vector sum's event (for an accountant)."""
-        return self.vector_sum.event
+    guarantee = delegated("vector_sum.guarantee", "The vector sum's guarantee (the KDE is post-processing of the sum).")
+    event = delegated("vector_sum.event", "The vector sum's event (for an accountant).")
 
     def event_for_participants(self, n_participants: int) -> PrivacyEvent:
         """The vector sum's event when ``n_participants`` users take part."""

@@ -48,14 +48,14 @@ class LSQFamily(abc.ABC):
         """R: every coordinate lies in ``[-R, R]``."""
 
     @property
-    @abc.abstractmethod
     def sparsity(self) -> int:
-        """S: at most this many non-zero coordinates per repetition."""
+        """S: at most this many non-zero coordinates per repetition (by default all ``Q``; sparse families say less)."""
+        return self.n_coordinates
 
     @property
-    @abc.abstractmethod
     def bias(self) -> float:
-        """beta: a bound on ``|kernel(x, y) - expected_product(x, y)|`` for all ``x, y``."""
+        """beta: a bound on ``|kernel(x, y) - expected_product(x, y)|`` for all ``x, y`` (by default 0: an exact family)."""
+        return 0.0
 
     @abc.abstractmethod
     def f(self, points: np.ndarray, *, repetitions: Repetitions = None) -> np.ndarray:

@@ -91,14 +91,6 @@ class RandomSigns(_NormBounded):
     def bound(self) -> float:
         return math.sqrt(self.dimension) * self.norm_bound
 
-    @property
-    def sparsity(self) -> int:
-        return 1
-
-    @property
-    def bias(self) -> float:
-        return 0.0
-
     def f(self, points: Any, *, repetitions: Repetitions = None) -> np.ndarray:
         """``(n, d)`` points to ``(n, I, 1)`` projections ``sigma_i^T x``."""
         selected = self.repetition_indices(repetitions)
@@ -144,14 +136,6 @@ class IdentityFeatures(_NormBounded):
     @property
     def bound(self) -> float:
         return self.norm_bound
-
-    @property
-    def sparsity(self) -> int:
-        return self.dimension
-
-    @property
-    def bias(self) -> float:
-        return 0.0
 
     def f(self, points: Any, *, repetitions: Repetitions = None) -> np.ndarray:
         """``(n, d)`` points to ``(n, I, d)`` copies of themselves."""

@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy import stats
 
+from privsum._delegation import delegated
 from privsum._validation import check_array, check_integer, check_real, invalid
 from privsum.lsq.base import MAX_PUBLIC_DRAWS, LSQFamily, Repetitions, check_common
 from privsum.lsq.hadamard import FastJLT
@@ -177,21 +178,18 @@ class LSHFamily(LSQFamily):
                 return points
         return super().check_points(points, name)
 
-    @property
-    def n_coordinates(self) -> int:
-        return self.n_buckets
+    n_coordinates = delegated("n_buckets", "``Q``: the buckets are the coordinates.")
+    bias = delegated("collision_floor", "beta: the collision floor (see the class docstring).")
 
     @property
     def bound(self) -> float:
+        """R = 1: one-hot coordinates."""
         return 1.0
 
     @property
     def sparsity(self) -> int:
+        """S = 1: one bucket per repetition."""
         return 1
-
-    @property
-    def bias(self) -> float:
-        return self.collision_floor
 
     def f(self, points: Any, *, repetitions: Repetitions = None) -> np.ndarray:
         """``(n, d)`` points to one-hot ``(n, I, Q)`` arrays (a single 1 per repetition)."""

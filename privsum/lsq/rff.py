@@ -85,14 +85,6 @@ class RandomFourierFeatures(LSQFamily):
     def bound(self) -> float:
         return _BOUND
 
-    @property
-    def sparsity(self) -> int:
-        return 1
-
-    @property
-    def bias(self) -> float:
-        return 0.0
-
     def f(self, points: Any, *, repetitions: Repetitions = None) -> np.ndarray:
         """``(n, d)`` points to ``(n, I, 1)`` features ``sqrt(2) cos(sqrt(2) w_i^T x / h + b_i)``.
 

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy import stats
 
+from privsum._delegation import delegated
 from privsum._random import RNGLike, as_generator
 from privsum._validation import check_array, check_delta, check_epsilon, check_integer, check_real, invalid
 from privsum.accounting.events import ComposedEvent, PrivacyEvent
@@ -60,13 +61,8 @@ class _RoundedSums:
         if not isinstance(self.sum_protocol, SparseMultiMessageSum):
             raise invalid("sum_protocol", owner, "a SparseMultiMessageSum", self.sum_protocol)
 
-    @property
-    def n_users(self) -> int:
-        return self.sum_protocol.n_users
-
-    @property
-    def levels(self) -> int:
-        return self.sum_protocol.domain
+    n_users = delegated("sum_protocol.n_users", "Users the sum protocol is set up for.")
+    levels = delegated("sum_protocol.domain", "Integer steps across ``[low, high]`` (the sum protocol's domain).")
 
     def bits_per_message(self) -> int:
         return self.sum_protocol.bits_per_message()
@@ -141,17 +137,9 @@ class ShuffledMean(_RoundedSums):
         protocol = SparseMultiMessageSum.from_privacy(epsilon=epsilon, delta=delta, n_users=n_users, domain=levels)
         return cls(low=low, high=high, sum_protocol=protocol)
 
-    @property
-    def event(self) -> PrivacyEvent:
-        return self.sum_protocol.event
-
-    @property
-    def guarantee(self) -> PrivacyGuarantee:
-        return self.sum_protocol.guarantee
-
-    @property
-    def expected_messages_per_user(self) -> float:
-        return self.sum_protocol.expected_messages_per_user
+    event = delegated("sum_protocol.event", "The sum protocol's event (the mean is post-processing of the sum).")
+    guarantee = delegated("sum_protocol.guarantee", "The sum protocol's guarantee.")
+    expected_messages_per_user = delegated("sum_protocol.expected_messages_per_user", "The sum protocol's messages per user.")
 
     def _unit(self) -> float:
         """The mean's change per unit of the integer sum."""

@@ -8,10 +8,9 @@ from typing import Any
 
 import numpy as np
 
+from privsum._delegation import delegated
 from privsum._random import RNGLike, as_generator
 from privsum._validation import check_array, check_real, invalid
-from privsum.accounting.events import PrivacyEvent
-from privsum.accounting.guarantee import PrivacyGuarantee
 from privsum.clipping.scalar import ClippedSum
 
 __all__ = ["ClippedMean"]
@@ -101,26 +100,16 @@ class ClippedMean:
         )
         return cls(low=low, clipped_sum=clipped)
 
-    @property
-    def n_users(self) -> int:
-        return self.clipped_sum.n_users
+    n_users = delegated("clipped_sum.n_users", "Users the clipped sum is set up for.")
 
     @property
     def upper(self) -> float:
         """The largest value accepted: ``low + domain * resolution`` (the requested upper end, rounded up)."""
         return self.low + self.clipped_sum.domain * self.clipped_sum.resolution
 
-    @property
-    def event(self) -> PrivacyEvent:
-        return self.clipped_sum.event
-
-    @property
-    def guarantee(self) -> PrivacyGuarantee:
-        return self.clipped_sum.guarantee
-
-    @property
-    def expected_messages_per_user(self) -> float:
-        return self.clipped_sum.expected_messages_per_user
+    event = delegated("clipped_sum.event", "The clipped sum's event (the mean is post-processing of the sum).")
+    guarantee = delegated("clipped_sum.guarantee", "The clipped sum's guarantee.")
+    expected_messages_per_user = delegated("clipped_sum.expected_messages_per_user", "The clipped sum's messages per user.")
 
     def run(self, values: Any, *, rng: RNGLike = None) -> float:
         """The estimated mean of ``values`` (one per user, within ``[low, upper]``)."""

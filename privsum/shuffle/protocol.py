@@ -12,10 +12,11 @@ from typing import Any, ClassVar
 import numpy as np
 from tqdm import tqdm
 
+from privsum._delegation import delegated
 from privsum._random import RNGLike, as_generator
 from privsum._validation import check_choice, check_integer, invalid
 from privsum.accounting.events import PrivacyEvent
-from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
+from privsum.accounting.guarantee import PrivacyGuarantee
 from privsum.exceptions import PrivacyLeakWarning
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
@@ -117,15 +118,8 @@ class ShuffleProtocol(abc.ABC):
     def analyze(self, view: MessageHistogram | MessageBatch) -> np.ndarray:
         """The estimate(s) computed from the shuffled messages."""
 
-    @property
-    def guarantee(self) -> PrivacyGuarantee:
-        """The headline guarantee of one run."""
-        return self.event.guarantee
-
-    @property
-    def neighbouring(self) -> Neighbouring:
-        """The neighbouring relation of the guarantee."""
-        return self.event.neighbouring
+    guarantee = delegated("event.guarantee", "The headline guarantee of one run.")
+    neighbouring = delegated("event.neighbouring", "The neighbouring relation of the guarantee.")
 
     def bits_per_message(self, n_instances: int = 1) -> int:
         """Bits of one message: the instance tag plus the value."""

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from privsum._delegation import delegated
 from privsum._deprecation import NOT_GIVEN, renamed
 from privsum._random import RNGLike
 from privsum._serialisation import Envelope, check_key, header_field, pack, unpack
@@ -61,15 +62,8 @@ class _CounterArray(abc.ABC):
     family: LSHFamily
     counts: np.ndarray
 
-    @property
-    def n_rows(self) -> int:
-        """``R``: rows (independent hash functions)."""
-        return self.family.n_repetitions
-
-    @property
-    def width(self) -> int:
-        """``W``: counters per row."""
-        return self.family.n_buckets
+    n_rows = delegated("family.n_repetitions", "``R``: rows (independent hash functions).")
+    width = delegated("family.n_buckets", "``W``: counters per row.")
 
     def row_estimates(self, queries: Any) -> np.ndarray:
         """Per-row unbiased estimates of ``sum_i k(x_i, y)``, ``(m, R)``.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from privsum._validation import check_choice, check_delta, check_integer, check_real, invalid
@@ -231,54 +232,61 @@ class PrivacyAccountant:
                     floors.append(pld.delta_floor)
         return min(floors)
 
-    def _epsilon(self, delta: float, threat_model: ThreatModel | str, method: str | None) -> float:
+    def _best_of_methods(
+        self,
+        threat_model: ThreatModel | str,
+        method: str | None,
+        *,
+        if_empty: float,
+        if_unbounded: float,
+        closed_forms: dict[str, Callable[[list[LedgerEntry]], float]],
+        from_pld: Callable[[PLDPair], float],
+    ) -> float:
+        r"""The smallest value the applicable ``method``\ s give (each closed form, else the PLD's ``from_pld``)."""
         entries = self._observed(threat_model)
         if not entries:
-            return 0.0
+            return if_empty
         if any(not entry.event.guarantee.is_finite for entry in entries):
-            return math.inf
+            return if_unbounded
         candidates = []
         for name in self._methods(method, entries):
-            if name == "basic":
-                candidates.append(_basic_epsilon(entries, delta))
-            elif name == "advanced":
-                candidates.append(_advanced_epsilon(entries, delta))
-            elif name == "optimal":
-                candidates.append(_optimal_epsilon(entries, delta))
-            elif name == "gaussian":
-                candidates.append(_gaussian_epsilon(entries, delta))
+            if name in closed_forms:
+                candidates.append(closed_forms[name](entries))
             else:
                 pld = self._pld_or_none(entries, required=self._method(method) == "pld")
                 if pld is not None:
-                    candidates.append(pld.epsilon(delta))
+                    candidates.append(from_pld(pld))
         return min(candidates)
+
+    def _epsilon(self, delta: float, threat_model: ThreatModel | str, method: str | None) -> float:
+        closed_forms = {
+            "basic": lambda entries: _basic_epsilon(entries, delta),
+            "advanced": lambda entries: _advanced_epsilon(entries, delta),
+            "optimal": lambda entries: _optimal_epsilon(entries, delta),
+            "gaussian": lambda entries: _gaussian_epsilon(entries, delta),
+        }
+        return self._best_of_methods(
+            threat_model, method, if_empty=0.0, if_unbounded=math.inf, closed_forms=closed_forms,
+            from_pld=lambda pld: pld.epsilon(delta),
+        )
 
     def delta(
         self, epsilon: float, *, threat_model: ThreatModel | str = ThreatModel.COMMUNICATION, method: str | None = None
     ) -> float:
         """Total delta at ``epsilon`` for the given threat model (1.0 if unattainable)."""
         epsilon = check_real(epsilon, "epsilon", "PrivacyAccountant.delta", low=0.0)
-        entries = self._observed(threat_model)
-        if not entries:
-            return 0.0
-        if any(not entry.event.guarantee.is_finite for entry in entries):
-            return 1.0
-        candidates = []
-        for name in self._methods(method, entries):
-            if name == "basic":
-                candidates.append(_basic_delta(entries) if _basic_sum(entries, "epsilon") <= epsilon else 1.0)
-            elif name == "advanced":
-                candidates.append(_advanced_delta(entries, epsilon))
-            elif name == "optimal":
-                candidates.append(optimal_composition_delta(*_homogeneous(entries), epsilon))
-            elif name == "gaussian":
-                ratio = _gaussian_ratio(entries)
-                candidates.append(min(1.0, gaussian_delta(epsilon, sigma=ratio, sensitivity=1.0) * (1.0 + _CLOSED_FORM_MARGIN)))
-            else:
-                pld = self._pld_or_none(entries, required=self._method(method) == "pld")
-                if pld is not None:
-                    candidates.append(pld.delta(epsilon))
-        return min(candidates)
+        closed_forms = {
+            "basic": lambda entries: _basic_delta(entries) if _basic_sum(entries, "epsilon") <= epsilon else 1.0,
+            "advanced": lambda entries: _advanced_delta(entries, epsilon),
+            "optimal": lambda entries: optimal_composition_delta(*_homogeneous(entries), epsilon),
+            "gaussian": lambda entries: min(
+                1.0, gaussian_delta(epsilon, sigma=_gaussian_ratio(entries), sensitivity=1.0) * (1.0 + _CLOSED_FORM_MARGIN)
+            ),
+        }
+        return self._best_of_methods(
+            threat_model, method, if_empty=0.0, if_unbounded=1.0, closed_forms=closed_forms,
+            from_pld=lambda pld: pld.delta(epsilon),
+        )
 
     def guarantee(
         self, delta: float, *, threat_model: ThreatModel | str = ThreatModel.COMMUNICATION, method: str | None = None

@@ -318,25 +318,22 @@ class ShuffleProtocol(abc.ABC):
             path: ``"fast"`` or ``"faithful"`` for each chunk.
             progress: show a progress bar over the chunks (tqdm, on standard error).
         """
-        generator = as_generator(rng, type(self).__name__)
-        partial = self.stream_partial(chunks, rng=generator, path=path, progress=progress)
-        if not self.streams_chunks:
-            return partial.histogram
-        return self.complete_view(partial, rng=generator)
+        return self._streamed_view(chunks, rng=rng, path=path, progress=progress)[0]
 
     def run_streamed(self, chunks: Any, *, rng: RNGLike = None, path: str = "fast", progress: bool = False) -> Any:
         """`run` over users given in chunks: per-chunk histograms reduced by addition, then analyzed once.
 
-        Args:
-            chunks: an iterable of arrays (each with the first axis over users) or a Dask array.
-            rng: randomness for every chunk, drawn in order.
-            path: ``"fast"`` or ``"faithful"`` for each chunk.
-            progress: show a progress bar over the chunks (tqdm, on standard error).
+        Takes the arguments of `sample_view_streamed`.
         """
+        view, n_participants = self._streamed_view(chunks, rng=rng, path=path, progress=progress)
+        return self.analyze_participants(view, n_participants)
+
+    def _streamed_view(self, chunks: Any, *, rng: RNGLike, path: str, progress: bool) -> tuple[MessageHistogram, int]:
+        """The analyzer's histogram of the chunked users, and how many users the chunks held."""
         generator = as_generator(rng, type(self).__name__)
         partial = self.stream_partial(chunks, rng=generator, path=path, progress=progress)
         view = self.complete_view(partial, rng=generator) if self.streams_chunks else partial.histogram
-        return self.analyze_participants(view, partial.n_users)
+        return view, partial.n_users
 
     def analyze_participants(self, view: MessageHistogram, n_participants: int) -> Any:
         """`analyze` when the number of participants is known (the default ignores it)."""

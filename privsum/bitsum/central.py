@@ -59,6 +59,14 @@ def _opendp():
     return dp
 
 
+def _opendp_noise(sums: np.ndarray, mechanism: str, distance: str, scale: float) -> np.ndarray:
+    """The noise OpenDP's ``make_<mechanism>`` adds to the integer counts ``sums`` (``<distance>`` sensitivity metric)."""
+    dp = _opendp()
+    make = getattr(dp.m, f"make_{mechanism}")
+    vector = make(dp.vector_domain(dp.atom_domain(T=int)), getattr(dp, f"{distance}_distance")(T=int), scale=scale)
+    return np.asarray(vector(sums.astype(int).tolist()), dtype=np.int64) - sums
+
+
 class _Curated(BitSumProtocol):
     """Shared mechanics of the central baselines: bits to a curator, noise on each instance's count."""
 
@@ -169,8 +177,38 @@ class _Curated(BitSumProtocol):
         return (histogram.count(1) - histogram.count(-1)).astype(float)
 
 
+class _OpenDPNoise(_Curated):
+    """A curated baseline whose noise is OpenDP's ``make_<mechanism>``, or a seeded numpy sampler of the same law."""
+
+    opendp_mechanism: ClassVar[tuple[str, str]]
+    """OpenDP's mechanism name and its sensitivity metric (``"laplace", "l1"``)."""
+    scale_range: ClassVar[dict[str, Any]]
+    """The `check_real` bounds on ``scale``."""
+    scale: float
+
+    def __post_init__(self) -> None:
+        owner = type(self).__name__
+        object.__setattr__(self, "n_users", check_integer(self.n_users, "n_users", owner, low=1))
+        object.__setattr__(self, "scale", check_real(self.scale, "scale", owner, **self.scale_range))
+        self._check_own_fields(owner)
+        self._check_source()
+
+    def _check_own_fields(self, owner: str) -> None:
+        """Check (and store) the fields a subclass adds; none by default."""
+
+    def noise(self, sums: np.ndarray, generator: np.random.Generator) -> np.ndarray:
+        if self.noise_source == "numpy":
+            return self._numpy_noise(generator, sums.shape)
+        mechanism, distance = self.opendp_mechanism
+        return _opendp_noise(sums, mechanism, distance, self.scale)
+
+    @abc.abstractmethod
+    def _numpy_noise(self, generator: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+        """The same noise law, drawn from ``generator`` (reproducible, not for deployment)."""
+
+
 @dataclass(frozen=True, kw_only=True)
-class CentralLaplaceBitSum(_Curated):
+class CentralLaplaceBitSum(_OpenDPNoise):
     """Central discrete Laplace mechanism on each instance's count (OpenDP ``make_laplace``).
 
     Args:
@@ -191,15 +229,12 @@ class CentralLaplaceBitSum(_Curated):
         1.0
     """
 
+    opendp_mechanism: ClassVar[tuple[str, str]] = ("laplace", "l1")
+    scale_range: ClassVar[dict[str, Any]] = {"low": 0.0, "low_open": True}
+
     n_users: int
     scale: float
     noise_source: str = "opendp"
-
-    def __post_init__(self) -> None:
-        owner = type(self).__name__
-        object.__setattr__(self, "n_users", check_integer(self.n_users, "n_users", owner, low=1))
-        object.__setattr__(self, "scale", check_real(self.scale, "scale", owner, low=0.0, low_open=True))
-        self._check_source()
 
     @classmethod
     def from_privacy(
@@ -255,16 +290,12 @@ class CentralLaplaceBitSum(_Curated):
             half_width += 1
         return float(half_width), EXACT
 
-    def noise(self, sums: np.ndarray, generator: np.random.Generator) -> np.ndarray:
-        if self.noise_source == "numpy":
-            return sample_discrete_laplace(generator, self.noise_ratio, sums.shape)
-        dp = _opendp()
-        vector = dp.m.make_laplace(dp.vector_domain(dp.atom_domain(T=int)), dp.l1_distance(T=int), scale=self.scale)
-        return np.asarray(vector(sums.astype(int).tolist()), dtype=np.int64) - sums
+    def _numpy_noise(self, generator: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+        return sample_discrete_laplace(generator, self.noise_ratio, shape)
 
 
 @dataclass(frozen=True, kw_only=True)
-class CentralGaussianBitSum(_Curated):
+class CentralGaussianBitSum(_OpenDPNoise):
     """Central discrete Gaussian mechanism on each instance's count (OpenDP ``make_gaussian``).
 
     Args:
@@ -290,21 +321,16 @@ class CentralGaussianBitSum(_Curated):
         True
     """
 
+    opendp_mechanism: ClassVar[tuple[str, str]] = ("gaussian", "l2")
+    scale_range: ClassVar[dict[str, Any]] = {"low": MIN_DISCRETE_GAUSSIAN_SIGMA, "high": MAX_DISCRETE_GAUSSIAN_SIGMA}
+
     n_users: int
     scale: float
     delta: float
     noise_source: str = "opendp"
 
-    def __post_init__(self) -> None:
-        owner = type(self).__name__
-        object.__setattr__(self, "n_users", check_integer(self.n_users, "n_users", owner, low=1))
-        object.__setattr__(
-            self,
-            "scale",
-            check_real(self.scale, "scale", owner, low=MIN_DISCRETE_GAUSSIAN_SIGMA, high=MAX_DISCRETE_GAUSSIAN_SIGMA),
-        )
+    def _check_own_fields(self, owner: str) -> None:
         object.__setattr__(self, "delta", check_delta(self.delta, owner, allow_zero=False))
-        self._check_source()
 
     @classmethod
     def from_privacy(
@@ -372,12 +398,8 @@ class CentralGaussianBitSum(_Curated):
         """Exact, from the discrete Gaussian's pmf."""
         return float(symmetric_noise_half_width(self._noise_pmf()[1], level)), EXACT
 
-    def noise(self, sums: np.ndarray, generator: np.random.Generator) -> np.ndarray:
-        if self.noise_source == "numpy":
-            return _sample_discrete_gaussian(generator, self.scale, sums.shape)
-        dp = _opendp()
-        vector = dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T=int)), dp.l2_distance(T=int), scale=self.scale)
-        return np.asarray(vector(sums.astype(int).tolist()), dtype=np.int64) - sums
+    def _numpy_noise(self, generator: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+        return _sample_discrete_gaussian(generator, self.scale, shape)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -253,7 +253,38 @@ def _opendp_gaussian(values: np.ndarray, sensitivity: float, epsilon: float, del
 
 
 @dataclass(frozen=True, kw_only=True)
-class CentralClippedVectorSum:
+class _GaussianReference:
+    """What the Gaussian central references share: ``(epsilon, delta)`` and a bound ``tau`` whose ``None`` is the oracle.
+
+    The oracle reads ``tau`` off the data, so it carries no guarantee (``epsilon = inf``).
+    """
+
+    bound_name: ClassVar[str]
+
+    epsilon: float
+    delta: float
+
+    def __post_init__(self) -> None:
+        owner = type(self).__name__
+        checks.check_epsilon(self.epsilon, owner)
+        checks.check_delta(self.delta, owner, allow_zero=False)
+        if self._bound is not None:
+            self._check_bound(self._bound, owner)
+
+    @property
+    def _bound(self) -> float | int | None:
+        return getattr(self, self.bound_name)
+
+    def _check_bound(self, bound: Any, owner: str) -> None:
+        raise NotImplementedError
+
+    @property
+    def guarantee(self) -> PrivacyGuarantee:
+        return PrivacyGuarantee(self.epsilon if self._bound is not None else math.inf, self.delta)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CentralClippedVectorSum(_GaussianReference):
     """Central-DP reference: clip every vector to ``l2`` norm ``tau``, sum, add Gaussian noise (OpenDP) for ``(epsilon, delta)``.
 
     Args:
@@ -272,20 +303,12 @@ class CentralClippedVectorSum:
         (3,)
     """
 
-    epsilon: float
-    delta: float
+    bound_name: ClassVar[str] = "clipping_bound"
+
     clipping_bound: float | None = None
 
-    def __post_init__(self) -> None:
-        owner = type(self).__name__
-        checks.check_epsilon(self.epsilon, owner)
-        checks.check_delta(self.delta, owner, allow_zero=False)
-        if self.clipping_bound is not None:
-            checks.check_real(self.clipping_bound, "clipping_bound", owner, low=0.0, low_open=True)
-
-    @property
-    def guarantee(self) -> PrivacyGuarantee:
-        return PrivacyGuarantee(self.epsilon if self.clipping_bound is not None else math.inf, self.delta)
+    def _check_bound(self, bound: Any, owner: str) -> None:
+        checks.check_real(bound, "clipping_bound", owner, low=0.0, low_open=True)
 
     def release(self, x: Any) -> np.ndarray:
         """The noisy clipped sum of the rows of ``x``."""
@@ -298,7 +321,7 @@ class CentralClippedVectorSum:
 
 
 @dataclass(frozen=True, kw_only=True)
-class CentralSparseAggregation:
+class CentralSparseAggregation(_GaussianReference):
     """Central-DP reference for frequency estimation: keep each user's first ``tau`` items, count, add Gaussian noise (OpenDP).
 
     Args:
@@ -316,20 +339,12 @@ class CentralSparseAggregation:
         (4,)
     """
 
-    epsilon: float
-    delta: float
+    bound_name: ClassVar[str] = "sparsity_bound"
+
     sparsity_bound: int | None = None
 
-    def __post_init__(self) -> None:
-        owner = type(self).__name__
-        checks.check_epsilon(self.epsilon, owner)
-        checks.check_delta(self.delta, owner, allow_zero=False)
-        if self.sparsity_bound is not None:
-            checks.check_integer(self.sparsity_bound, "sparsity_bound", owner, low=1)
-
-    @property
-    def guarantee(self) -> PrivacyGuarantee:
-        return PrivacyGuarantee(self.epsilon if self.sparsity_bound is not None else math.inf, self.delta)
+    def _check_bound(self, bound: Any, owner: str) -> None:
+        checks.check_integer(bound, "sparsity_bound", owner, low=1)
 
     def release(self, x: Any) -> np.ndarray:
         """Noisy per-coordinate counts of the binary rows of ``x``."""

@@ -90,9 +90,16 @@ def check_vectors(
 class CuratedVectorSum:
     """What the curated vector references share: every user sends its ``d`` coordinates to a curator."""
 
+    n_users: int
     dimension: int
     norm_bound: float
     event: PrivacyEvent
+
+    def _check_shape(self, owner: str) -> None:
+        """Validate (and store as checked) ``n_users``, ``dimension`` and ``norm_bound``, as the private protocols do."""
+        object.__setattr__(self, "n_users", check_integer(self.n_users, "n_users", owner, low=1))
+        object.__setattr__(self, "dimension", check_integer(self.dimension, "dimension", owner, low=1))
+        object.__setattr__(self, "norm_bound", check_real(self.norm_bound, "norm_bound", owner, low=0.0, low_open=True))
 
     def event_for_participants(self, n_participants: int) -> PrivacyEvent:
         """The same `event`: the curator's noise does not depend on how many users take part."""
@@ -173,9 +180,7 @@ class CentralGaussianVectorSum(CuratedVectorSum):
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
-        object.__setattr__(self, "n_users", check_integer(self.n_users, "n_users", owner, low=1))
-        object.__setattr__(self, "dimension", check_integer(self.dimension, "dimension", owner, low=1))
-        object.__setattr__(self, "norm_bound", check_real(self.norm_bound, "norm_bound", owner, low=0.0, low_open=True))
+        self._check_shape(owner)
         object.__setattr__(self, "sigma", check_real(self.sigma, "sigma", owner, low=0.0, low_open=True))
         object.__setattr__(self, "delta", check_delta(self.delta, owner, allow_zero=False))
         object.__setattr__(self, "neighbouring", Neighbouring.parse(self.neighbouring, owner))
@@ -271,9 +276,7 @@ class ExactVectorSum(CuratedVectorSum):
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
-        object.__setattr__(self, "n_users", check_integer(self.n_users, "n_users", owner, low=1))
-        object.__setattr__(self, "dimension", check_integer(self.dimension, "dimension", owner, low=1))
-        object.__setattr__(self, "norm_bound", check_real(self.norm_bound, "norm_bound", owner, low=0.0, low_open=True))
+        self._check_shape(owner)
 
     @classmethod
     def from_privacy(

@@ -18,6 +18,7 @@ References:
 
 from __future__ import annotations
 
+import abc
 import math
 import warnings
 from dataclasses import dataclass
@@ -301,8 +302,46 @@ def check_analytic_bound(protocol: Any, owner: str) -> None:
             "blanket_probability", owner, "large enough for the analytic bound (epsilon < 6)", protocol.blanket_probability
         )
 
+class _BlanketMechanics(ShuffleProtocol):
+    """What the blanket protocols share: messages in ``{0, ..., k}`` (``k = precision``), accounting, participants.
+
+    For a frozen dataclass with ``n_users``, ``precision``, ``delta``, ``accounting`` and a ``profile``, that
+    computes ``_analytic_epsilon()`` and the guarantee for fewer participants (``_event_for_fewer``).
+    """
+
+    n_users: int
+    precision: int
+    delta: float
+    accounting: str
+
+    @cached_property
+    def event(self) -> PrivacyEvent:
+        if self.accounting == "analytic":
+            return GuaranteeEvent(PrivacyGuarantee(self._analytic_epsilon(), self.delta))
+        return ProfileEvent.at_delta(self.profile, self.delta)
+
+    def event_for_participants(self, n_participants: int) -> PrivacyEvent:
+        """The guarantee achieved when ``n_participants`` users take part (`event` for ``n_users`` or more)."""
+        n_participants = check_integer(n_participants, "n_participants", type(self).__name__, low=1)
+        if n_participants >= self.n_users:
+            return self.event
+        return self._event_for_fewer(n_participants)
+
+    def check_participants(self, n_participants: int) -> None:
+        """Warn with `PrivacyLeakWarning` when fewer than ``n_users`` take part; more are fine."""
+        warn_if_fewer(n_participants, self.n_users, type(self).__name__)
+
+    @property
+    def alphabet(self) -> tuple[int, ...]:
+        return tuple(range(self.precision + 1))
+
+    @abc.abstractmethod
+    def _event_for_fewer(self, n_participants: int) -> PrivacyEvent:
+        """The configured accounting evaluated at ``n_participants < n_users``."""
+
+
 @dataclass(frozen=True, kw_only=True)
-class BlanketRealSum(ShuffleProtocol):
+class BlanketRealSum(_BlanketMechanics):
     """Single-message shuffled sum of reals in ``[0, 1]`` with a k-ary privacy blanket (BBGN19).
 
     Each user sends one message in ``{0, ..., k}``: ``floor(x k) + Bern(x k - floor(x k))``,
@@ -441,37 +480,17 @@ class BlanketRealSum(ShuffleProtocol):
         """The exact profile of the dominating pair (`blanket_profile`) for these parameters."""
         return blanket_profile(self.blanket_probability, self.precision + 1, self.n_users)
 
-    @cached_property
-    def event(self) -> PrivacyEvent:
-        if self.accounting == "analytic":
-            return GuaranteeEvent(PrivacyGuarantee(self._analytic_epsilon(), self.delta))
-        return ProfileEvent.at_delta(self.profile, self.delta)
-
-    def event_for_participants(self, n_participants: int) -> PrivacyEvent:
-        """The guarantee achieved when ``n_participants`` users take part (`event` for ``n_users`` or more).
-
-        Fewer: the configured accounting evaluated at ``n_participants`` -- the exact profile of
+    def _event_for_fewer(self, n_participants: int) -> PrivacyEvent:
+        """The configured accounting evaluated at ``n_participants < n_users`` -- the exact profile of
         `blanket_profile` (``"tight"``), or the closed form (``"analytic"``; where it has no finite
         value, for example below two users, the exact profile, which is also a valid bound).
         """
-        owner = type(self).__name__
-        n_participants = check_integer(n_participants, "n_participants", owner, low=1)
-        if n_participants >= self.n_users:
-            return self.event
         if self.accounting == "analytic" and n_participants >= 2:
             epsilon = analytic_blanket_epsilon(self.blanket_probability, self.delta, size=self.precision, n_users=n_participants)
             if math.isfinite(epsilon):
                 return GuaranteeEvent(PrivacyGuarantee(epsilon, self.delta))
         profile = blanket_profile(self.blanket_probability, self.precision + 1, n_participants)
         return ProfileEvent.at_delta(profile, self.delta)
-
-    def check_participants(self, n_participants: int) -> None:
-        """Warn with `PrivacyLeakWarning` when fewer than ``n_users`` take part; more are fine."""
-        warn_if_fewer(n_participants, self.n_users, type(self).__name__)
-
-    @property
-    def alphabet(self) -> tuple[int, ...]:
-        return tuple(range(self.precision + 1))
 
     @property
     def expected_messages_per_user(self) -> float:

@@ -13,13 +13,14 @@ from scipy import stats
 from privsum._random import RNGLike, as_generator
 from privsum._validation import check_array, check_choice, check_delta, check_epsilon, check_integer, check_probability, invalid
 from privsum.accounting import GuaranteeEvent, PrivacyEvent, PrivacyGuarantee, PrivacyProfile, ProfileEvent
-from privsum.shuffle import MessageBatch, MessageHistogram, ShuffleProtocol
+from privsum.shuffle import MessageBatch, MessageHistogram
 from privsum.shuffle.protocol import EXECUTION_PATHS, SenderCap
 from privsum.shuffle.robustness import check_malicious
 from privsum.shuffle.streaming import PartialView
-from privsum.sums._common import randomized_round, warn_if_fewer, wire_coordinates
+from privsum.sums._common import randomized_round, wire_coordinates
 from privsum.sums.blanket import (
     CALIBRATIONS,
+    _BlanketMechanics,
     analytic_blanket_epsilon,
     analytic_blanket_probability,
     blanket_profile,
@@ -45,7 +46,7 @@ def _expected_inverse_count(n: int, rate: float) -> float:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ShuffledVectorSum(ShuffleProtocol):
+class ShuffledVectorSum(_BlanketMechanics):
     """Shuffled sum of vectors in ``[0, 1]^d`` (or ``[-1, 1]^d``): ``t`` sampled coordinates per user.
 
     Each user samples ``t`` of the ``d`` coordinates uniformly without replacement, randomly
@@ -242,23 +243,11 @@ class ShuffledVectorSum(ShuffleProtocol):
             raise invalid("samples", type(self).__name__, "1 for the exact profile", self.samples)
         return blanket_profile(self.blanket_probability, self.dimension * (self.precision + 1), self.n_users)
 
-    @cached_property
-    def event(self) -> PrivacyEvent:
-        if self.accounting == "analytic":
-            return GuaranteeEvent(PrivacyGuarantee(self._analytic_epsilon(), self.delta))
-        return ProfileEvent.at_delta(self.profile, self.delta)
-
-    def event_for_participants(self, n_participants: int) -> PrivacyEvent:
-        """The guarantee achieved when ``n_participants`` users take part (`event` for ``n_users`` or more).
-
-        Fewer: ``"tight"`` is the exact profile of `blanket_profile` over ``d (k + 1)`` values at
-        ``n_participants``; ``"analytic"`` the closed form there (infinite epsilon where it has
+    def _event_for_fewer(self, n_participants: int) -> PrivacyEvent:
+        """The guarantee for ``n_participants < n_users``: ``"tight"``, the exact profile of `blanket_profile` over ``d (k + 1)``
+        values at ``n_participants``; ``"analytic"`` the closed form there (infinite epsilon where it has
         no finite value and no exact profile exists, ``t > 1``).
         """
-        owner = type(self).__name__
-        n_participants = check_integer(n_participants, "n_participants", owner, low=1)
-        if n_participants >= self.n_users:
-            return self.event
         if self.accounting == "analytic":
             epsilon = math.inf
             if n_participants >= 2:
@@ -273,14 +262,6 @@ class ShuffledVectorSum(ShuffleProtocol):
                 return GuaranteeEvent(PrivacyGuarantee(epsilon, self.delta))
         profile = blanket_profile(self.blanket_probability, self.dimension * (self.precision + 1), n_participants)
         return ProfileEvent.at_delta(profile, self.delta)
-
-    def check_participants(self, n_participants: int) -> None:
-        """Warn with `PrivacyLeakWarning` when fewer than ``n_users`` take part; more are fine."""
-        warn_if_fewer(n_participants, self.n_users, type(self).__name__)
-
-    @property
-    def alphabet(self) -> tuple[int, ...]:
-        return tuple(range(self.precision + 1))
 
     @property
     def expected_messages_per_user(self) -> float:

@@ -54,7 +54,7 @@ OUTSIDE_THE_LAYERS = {"__init__", "__main__"}
 HELPERS = 0
 
 #: Private modules of another package imported today, to be made public names of that package (then removed here).
-KNOWN_PRIVATE_IMPORTS = {("clipping", "privsum.sums._common")}
+KNOWN_PRIVATE_IMPORTS: set[tuple[str, str]] = set()
 
 
 def _unit(path: Path) -> str:

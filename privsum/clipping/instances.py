@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from privsum._user_inputs import warn_if_fewer
 from privsum._validation import check_choice, check_integer, check_integer_array, check_probability, invalid
 from privsum.accounting import (
     GuaranteeEvent,
@@ -29,7 +30,6 @@ from privsum.exceptions import PrivacyLeakWarning
 from privsum.shuffle import MessageBatch, MessageHistogram
 from privsum.shuffle.noise import sample_negative_binomial
 from privsum.shuffle.sparse import SparseMessageHistogram
-from privsum.sums._common import warn_if_fewer
 from privsum.sums.correlated import CorrelatedNoiseSum
 from privsum.sums.sparse_shares import SparseMultiMessageSum
 

@@ -26,6 +26,7 @@ import numpy as np
 
 from privsum import _validation as checks
 from privsum._random import RNGLike, as_generator
+from privsum._user_inputs import check_has_users, randomized_round
 from privsum.accounting import Neighbouring, ParallelEvent, PrivacyEvent
 from privsum.clipping import instances as shared
 from privsum.clipping._parties import ClippedPartyHooks
@@ -35,7 +36,6 @@ from privsum.shuffle.noise import discrete_laplace_variance
 from privsum.shuffle.robustness import check_malicious
 from privsum.shuffle.sparse import SparseMessageHistogram
 from privsum.shuffle.streaming import PartialView
-from privsum.sums._common import check_has_users, randomized_round
 from privsum.sums.correlated import CorrelatedNoiseSum
 from privsum.sums.sparse_shares import SparseMultiMessageSum
 

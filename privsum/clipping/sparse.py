@@ -16,6 +16,7 @@ import numpy as np
 
 from privsum import _validation as checks
 from privsum._random import RNGLike, as_generator
+from privsum._user_inputs import check_has_users
 from privsum.accounting import GuaranteeEvent, Neighbouring, ParallelEvent, PrivacyEvent, PrivacyGuarantee, basic_composition
 from privsum.accounting.budget import BACKING_RTOL, COMPOSITIONS, compose_like_budget, composition_backs, per_mechanism_budget
 from privsum.clipping import instances as shared
@@ -25,7 +26,6 @@ from privsum.shuffle import EXECUTION_PATHS, MessageBatch, MessageHistogram, Shu
 from privsum.shuffle.robustness import check_malicious
 from privsum.shuffle.sparse import SparseMessageHistogram
 from privsum.shuffle.streaming import PartialView
-from privsum.sums._common import check_has_users
 from privsum.sums.correlated import CorrelatedNoiseSum
 from privsum.sums.sparse_shares import SparseMultiMessageSum
 

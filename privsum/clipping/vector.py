@@ -17,6 +17,7 @@ import numpy as np
 
 from privsum import _validation as checks
 from privsum._random import RNGLike, as_generator
+from privsum._user_inputs import check_has_users, randomized_round
 from privsum.accounting import GuaranteeEvent, Neighbouring, PrivacyEvent, PrivacyGuarantee
 from privsum.accounting.budget import (
     COMPOSITIONS,
@@ -34,7 +35,6 @@ from privsum.shuffle import EXECUTION_PATHS, MessageBatch, ShuffleProtocol
 from privsum.shuffle.robustness import check_malicious
 from privsum.shuffle.sparse import SparseMessageHistogram
 from privsum.shuffle.streaming import PartialView
-from privsum.sums._common import check_has_users, randomized_round
 
 __all__ = ["ClippedVectorSum"]
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
 
+from privsum._user_inputs import check_has_users, randomized_round, warn_if_fewer
 from privsum._validation import check_array, check_delta, check_epsilon, check_integer, invalid
-from privsum.exceptions import PrivacyLeakWarning
 
 __all__ = ["as_user_matrix", "check_sum_request", "integer_inputs", "randomized_round", "real_inputs", "warn_if_fewer"]
 
@@ -16,12 +15,6 @@ __all__ = ["as_user_matrix", "check_sum_request", "integer_inputs", "randomized_
 def as_user_matrix(array: np.ndarray) -> np.ndarray:
     """View a ``(n_users,)`` or ``(n_users, n_instances)`` array as ``(n_users, n_instances)``."""
     return array.reshape(array.shape[0], -1)
-
-
-def check_has_users(array: np.ndarray, owner: str) -> None:
-    """Raise unless the array holds at least one user (first axis) and one entry."""
-    if array.ndim == 0 or array.shape[0] == 0 or array.size == 0:
-        raise invalid("x", owner, "a non-empty array (at least one user)", f"shape {array.shape}")
 
 
 def check_sum_request(
@@ -41,17 +34,6 @@ def check_user_count(array: np.ndarray, n_users: int, owner: str) -> None:
     if array.shape[0] != n_users:
         raise invalid(
             "x", owner, f"an array with n_users={n_users} rows (the protocol is calibrated for them)", f"{array.shape[0]} rows"
-        )
-
-
-def warn_if_fewer(n_seen: int, n_users: int, owner: str) -> None:
-    """Warn with `PrivacyLeakWarning` when ``n_seen < n_users`` users take part (the guarantee is weaker)."""
-    if n_seen < n_users:
-        warnings.warn(
-            f"{owner} was calibrated for n_users={n_users} but {n_seen} users took part; "
-            f"the guarantee is weaker: see event_for_participants({n_seen}).",
-            PrivacyLeakWarning,
-            stacklevel=4,
         )
 
 
@@ -87,15 +69,6 @@ def integer_inputs(x: Any, owner: str, *, n_users: int | None = None, domain: in
     if n_users is not None:
         check_user_count(array, n_users, owner)
     return as_user_matrix(array.astype(np.int64))
-
-
-def randomized_round(scaled: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Round each entry of ``scaled`` (>= 0) down or up, up with probability equal to its fractional part.
-
-    Unbiased: ``E[result] = scaled``; the variance of one entry is ``f (1 - f)`` with ``f`` its fractional part.
-    """
-    floor = np.floor(scaled)
-    return (floor + (rng.random(scaled.shape) < scaled - floor)).astype(np.int64)
 
 
 def wire_coordinates(dimension: int, n_instances: int | None, owner: str) -> int:

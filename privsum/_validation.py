@@ -170,6 +170,17 @@ def check_delta(value: Any, owner: str, name: str = "delta", *, allow_zero: bool
     return check_probability(value, name, owner, allow_zero=allow_zero)
 
 
+def check_privacy_request(
+    epsilon: float, delta: float, n_users: int, owner: str, *, least_users: int = 1
+) -> tuple[float, float, int]:
+    """``(epsilon, delta, n_users)`` of a ``from_privacy`` call, checked: ``epsilon > 0``, ``0 < delta < 1``, enough users."""
+    return (
+        check_epsilon(epsilon, owner),
+        check_delta(delta, owner, allow_zero=False),
+        check_integer(n_users, "n_users", owner, low=least_users),
+    )
+
+
 def check_choice(value: Any, name: str, owner: str, choices: tuple[str, ...]) -> str:
     """Return ``value`` if it is one of ``choices``, or raise."""
     if not (isinstance(value, str) and value in choices):

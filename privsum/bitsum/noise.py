@@ -25,6 +25,7 @@ from privsum._validation import (
     check_delta,
     check_epsilon,
     check_integer,
+    check_privacy_request,
     check_probability,
     check_real,
     invalid,
@@ -325,9 +326,7 @@ class ThreeNBBitSum(_SignedCounts):
                 target under the exact profile.
         """
         owner = cls.__name__
-        epsilon = check_epsilon(epsilon, owner)
-        delta = check_delta(delta, owner, allow_zero=False)
-        n_users = check_integer(n_users, "n_users", owner, low=1)
+        epsilon, delta, n_users = check_privacy_request(epsilon, delta, n_users, owner)
         calibration = check_calibration(calibration, owner)
         flooding = check_choice(flooding, "flooding", owner, FLOODING_CHOICES)
         if flooding == "communication" and calibration != "tight":

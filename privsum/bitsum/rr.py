@@ -16,7 +16,15 @@ from typing import Any
 import numpy as np
 
 from privsum._random import RNGLike, as_generator
-from privsum._validation import check_choice, check_delta, check_epsilon, check_integer, check_real, invalid
+from privsum._validation import (
+    check_choice,
+    check_delta,
+    check_epsilon,
+    check_integer,
+    check_privacy_request,
+    check_real,
+    invalid,
+)
 from privsum.accounting.events import GuaranteeEvent, PrivacyEvent, ProfileEvent
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
 from privsum.accounting.profile import randomized_response_profile
@@ -255,9 +263,7 @@ class RRBitSum(_FlippedReports):
             True
         """
         owner = cls.__name__
-        epsilon = check_epsilon(epsilon, owner)
-        delta = check_delta(delta, owner, allow_zero=False)
-        n_users = check_integer(n_users, "n_users", owner, low=1)
+        epsilon, delta, n_users = check_privacy_request(epsilon, delta, n_users, owner)
         calibration = check_calibration(calibration, owner)
         composition = check_choice(composition, "composition", owner, RR_COMPOSITIONS)
         if calibration == "analytic":

@@ -7,6 +7,7 @@ decode its noisy total, read its noise, set tail thresholds and assemble the ins
 
 from __future__ import annotations
 
+import abc
 import math
 import warnings
 from collections.abc import Callable
@@ -36,6 +37,7 @@ from privsum.sums.sparse_shares import SparseMultiMessageSum
 __all__ = [
     "CLIPPED_RELATIONS",
     "INSTANCE_METHODS",
+    "InstanceParticipation",
     "InstanceProtocol",
     "NoisySums",
     "basic_or_none",
@@ -53,6 +55,7 @@ __all__ = [
     "noise_scale",
     "noisy_total",
     "parallel_event_or_none",
+    "sparse_view",
     "stated_under",
     "sub_domain_index",
     "touched_parts",
@@ -265,6 +268,42 @@ def check_participant_count(n_participants: int, n_users: int, instances: Any, o
     return check_integer(n_participants, "n_participants", owner, low=1, high=n_users if has_shares else math.inf)
 
 
+class InstanceParticipation(abc.ABC):
+    """How a protocol built from instance protocols treats the number of participants (one rule for all clipped sums).
+
+    Fewer than ``n_users`` participants: a `PrivacyLeakWarning`, and the guarantee each instance's noise
+    actually gives (``_event_for_fewer``). More: refused where a BBGN20 instance's modulus is sized for
+    ``n_users``. For a protocol with ``n_users``, ``event`` and its instances in ``_participating_instances``.
+    """
+
+    n_users: int
+
+    @property
+    @abc.abstractmethod
+    def _participating_instances(self) -> tuple[Any, ...]:
+        """The instance protocols whose messages a participant sends."""
+
+    @abc.abstractmethod
+    def _event_for_fewer(self, n_participants: int) -> PrivacyEvent:
+        """The guarantee when ``n_participants < n_users`` users take part."""
+
+    def check_participants(self, n_participants: int) -> None:
+        """Warn with `PrivacyLeakWarning` when fewer than ``n_users`` take part; raise when more do and an instance is BBGN20."""
+        check_instance_participants(n_participants, self.n_users, self._participating_instances, type(self).__name__)
+
+    def event_for_participants(self, n_participants: int) -> PrivacyEvent:
+        """The guarantee achieved when ``n_participants`` users take part (`event` for ``n_users``, or more without BBGN20).
+
+        Raises:
+            InvalidParameterError: more than ``n_users`` participants with a BBGN20 instance.
+        """
+        owner = type(self).__name__
+        n_participants = check_participant_count(n_participants, self.n_users, self._participating_instances, owner)
+        if n_participants >= self.n_users:
+            return self.event  # type: ignore[attr-defined]
+        return self._event_for_fewer(n_participants)
+
+
 def parallel_event_or_none(events: tuple[PrivacyEvent, ...], parts_per_user: int) -> PrivacyEvent:
     """``ParallelEvent(events, parts_per_user)``, or no guarantee (``epsilon = inf``) where its delta would reach 1."""
     worst_delta = max(e.guarantee.delta for e in events)
@@ -295,6 +334,15 @@ def instance_views(
         np.concatenate([p[2] for p in parts]),
         n_instances,
     )
+
+
+def sparse_view(messages: Any, owner: str) -> SparseMessageHistogram:
+    """``messages`` as a `SparseMessageHistogram` (a `MessageBatch` is counted); anything else is refused."""
+    if isinstance(messages, MessageBatch):
+        messages = SparseMessageHistogram.from_messages(messages)
+    if not isinstance(messages, SparseMessageHistogram):
+        raise invalid("view", owner, "a SparseMessageHistogram or MessageBatch", type(messages).__name__)
+    return messages
 
 
 def instance_messages(pairs: Any, rng: np.random.Generator) -> list[MessageBatch]:

@@ -69,7 +69,7 @@ class ClippedSumResult:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ClippedSum(ClippedPartyHooks, ShuffleProtocol):
+class ClippedSum(ClippedPartyHooks, shared.InstanceParticipation, ShuffleProtocol):
     """One-round shuffled sum of integers in ``{0..U}`` with an instance-optimal clipping threshold.
 
     Inputs ``(n_users,)`` or ``(n_users, k)`` (``k`` independent sums, e.g. coordinates).
@@ -352,24 +352,14 @@ class ClippedSum(ClippedPartyHooks, ShuffleProtocol):
         return [np.where(sub == j, values, 0) for j in range(self.n_sub_domains)]
 
     # ----------------------------------------------------------------- participation
-    def check_participants(self, n_participants: int) -> None:
-        """Warn with `PrivacyLeakWarning` when fewer than ``n_users`` take part; raise when more do and an instance is BBGN20."""
-        shared.check_instance_participants(n_participants, self.n_users, self.instances, type(self).__name__)
+    @property
+    def _participating_instances(self) -> tuple[InstanceProtocol, ...]:
+        return tuple(self.instances)
 
-    def event_for_participants(self, n_participants: int) -> PrivacyEvent:
-        """The guarantee achieved when ``n_participants`` users take part (`event` for ``n_users``, or more without BBGN20).
-
-        Fewer: every instance's own `event_for_participants` (the noise its participants actually
-        send), composed as the headline is (`event`). Where that composition's delta would reach
-        1, no guarantee (``epsilon = inf``).
-
-        Raises:
-            InvalidParameterError: more than ``n_users`` participants with a BBGN20 instance.
+    def _event_for_fewer(self, n_participants: int) -> PrivacyEvent:
+        """Every instance's own `event_for_participants` (the noise its participants actually send), composed as
+        the headline is (`event`). Where that composition's delta would reach 1, no guarantee (``epsilon = inf``).
         """
-        owner = type(self).__name__
-        n_participants = shared.check_participant_count(n_participants, self.n_users, self.instances, owner)
-        if n_participants >= self.n_users:
-            return self.event
         events = tuple(shared.stated_under(p.event_for_participants(n_participants), self.neighbouring) for p in self.instances)
         return shared.parallel_event_or_none(events, parts_per_user=shared.touched_parts(self.neighbouring))
 
@@ -433,10 +423,7 @@ class ClippedSum(ClippedPartyHooks, ShuffleProtocol):
     def view(self, messages: SparseMessageHistogram | MessageBatch) -> SparseMessageHistogram:  # type: ignore[override]
         """The sparse view of a batch, checked: every value must be one its instance can send."""
         owner = type(self).__name__
-        if isinstance(messages, MessageBatch):
-            messages = SparseMessageHistogram.from_messages(messages)
-        if not isinstance(messages, SparseMessageHistogram):
-            raise checks.invalid("view", owner, "a SparseMessageHistogram or MessageBatch", type(messages).__name__)
+        messages = shared.sparse_view(messages, owner)
         if messages.n_instances % self.n_sub_domains:
             raise checks.invalid("view", owner, f"a multiple of {self.n_sub_domains} instances", messages.n_instances)
         sub = messages.instances % self.n_sub_domains

@@ -34,7 +34,7 @@ __all__ = ["SparseVectorAggregation"]
 
 # --------------------------------------------------------------------------- sparse vector aggregation
 @dataclass(frozen=True, kw_only=True)
-class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
+class SparseVectorAggregation(SparseAggregationPartyHooks, shared.InstanceParticipation, ShuffleProtocol):
     """One-round frequency estimation under user-level DP for binary vectors (section 7 of Dong et al. (CCS 2024)).
 
     Users are partitioned by sparsity ``s_i = ||x_i||_0`` into levels ``0: s <= 1`` and
@@ -304,29 +304,16 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
 
     # ----------------------------------------------------------------- participation
     @property
-    def _instances(self) -> tuple[InstanceProtocol, ...]:
+    def _participating_instances(self) -> tuple[InstanceProtocol, ...]:
         return (self.count, *self.levels)
 
-    def check_participants(self, n_participants: int) -> None:
-        """As `ClippedSum.check_participants`: warn when fewer; raise when more and an instance is BBGN20."""
-        shared.check_instance_participants(n_participants, self.n_users, self._instances, type(self).__name__)
+    def _event_for_fewer(self, n_participants: int) -> PrivacyEvent:
+        """Composed as `from_privacy` composed the headline, from the instances' own `event_for_participants`.
 
-    def event_for_participants(self, n_participants: int) -> PrivacyEvent:
-        """The guarantee achieved when ``n_participants`` users take part (`event` for ``n_users``, or more without BBGN20).
-
-        Fewer: composed as `from_privacy` composed the headline, from the instances' own
-        `event_for_participants`: per level, the count's guarantee plus (basic composition) the
-        level's coordinate guarantee composed over ``min(2^j, d)`` coordinates with the headline's
-        slack (`compose_like_budget`); the levels in parallel, two per change. No guarantee
-        (``epsilon = inf``) where a delta would reach 1.
-
-        Raises:
-            InvalidParameterError: more than ``n_users`` participants with a BBGN20 instance.
+        Per level, the count's guarantee plus (basic composition) the level's coordinate guarantee
+        composed over ``min(2^j, d)`` coordinates with the headline's slack (`compose_like_budget`);
+        the levels in parallel, two per change. No guarantee (``epsilon = inf``) where a delta would reach 1.
         """
-        owner = type(self).__name__
-        n_participants = shared.check_participant_count(n_participants, self.n_users, self._instances, owner)
-        if n_participants >= self.n_users:
-            return self.event
         count = self.count.event_for_participants(n_participants).guarantee
         block_delta = self.headline.delta / 2 - self.count.guarantee.delta  # each level's coordinate budget
         level_events = []
@@ -385,10 +372,7 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
 
     def view(self, messages: SparseMessageHistogram | MessageBatch) -> SparseMessageHistogram:  # type: ignore[override]
         owner = type(self).__name__
-        if isinstance(messages, MessageBatch):
-            messages = SparseMessageHistogram.from_messages(messages)
-        if not isinstance(messages, SparseMessageHistogram):
-            raise checks.invalid("view", owner, "a SparseMessageHistogram or MessageBatch", type(messages).__name__)
+        messages = shared.sparse_view(messages, owner)
         if messages.n_instances != self.n_levels * (self.dimension + 1):
             raise checks.invalid("view", owner, f"{self.n_levels * (self.dimension + 1)} instances", messages.n_instances)
         return messages
@@ -412,7 +396,7 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, ShuffleProtocol):
 
     def _message_cap(self, tail_probability: float) -> int:
         """The largest instance's cap (a shuffler caps every instance tag alike)."""
-        return max(p.per_sender_message_cap(tail_probability) for p in self._instances)
+        return max(p.per_sender_message_cap(tail_probability) for p in self._participating_instances)
 
     def manipulation_bound(self, n_malicious: int, *, cap: int | None = None) -> float:
         """``A_0 + sum_{j >= 1} (A_j + C_j + 3 T_j)`` per coordinate, whenever the honest noise is within its tails.

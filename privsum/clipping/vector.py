@@ -41,7 +41,7 @@ __all__ = ["ClippedVectorSum"]
 
 # --------------------------------------------------------------------------- high-dimensional clipped sum
 @dataclass(frozen=True, kw_only=True)
-class ClippedVectorSum(ClippedVectorPartyHooks, ShuffleProtocol):
+class ClippedVectorSum(ClippedVectorPartyHooks, shared.InstanceParticipation, ShuffleProtocol):
     """One-round shuffled sum of vectors in the ``l2`` ball of radius ``R`` with per-coordinate clipping.
 
     Section 6 of Dong et al. (CCS 2024).
@@ -246,23 +246,15 @@ class ClippedVectorSum(ClippedVectorPartyHooks, ShuffleProtocol):
         return self.rotation.unrotate(rotated[None, :])[0]
 
     # ----------------------------------------------------------------- participation
-    def check_participants(self, n_participants: int) -> None:
-        """As `ClippedSum.check_participants` (the coordinate sums' instances decide)."""
-        shared.check_instance_participants(n_participants, self.n_users, self.coordinate.instances, type(self).__name__)
+    @property
+    def _participating_instances(self) -> tuple[Any, ...]:
+        """The coordinate sums' instances decide."""
+        return tuple(self.coordinate.instances)
 
-    def event_for_participants(self, n_participants: int) -> PrivacyEvent:
-        """The guarantee achieved when ``n_participants`` users take part (`event` for ``n_users``, or more without BBGN20).
-
-        Fewer: one coordinate's `ClippedSum.event_for_participants`, composed over ``d'``
-        coordinates as the headline was (`compose_like_budget`: the same composition and slack).
-
-        Raises:
-            InvalidParameterError: more than ``n_users`` participants with a BBGN20 instance.
+    def _event_for_fewer(self, n_participants: int) -> PrivacyEvent:
+        """One coordinate's `ClippedSum.event_for_participants`, composed over ``d'`` coordinates as the headline
+        was (`compose_like_budget`: the same composition and slack).
         """
-        owner = type(self).__name__
-        n_participants = shared.check_participant_count(n_participants, self.n_users, self.coordinate.instances, owner)
-        if n_participants >= self.n_users:
-            return self.event
         per_coordinate = self.coordinate.event_for_participants(n_participants).guarantee
         count = self.padded_dimension
         headline = compose_like_budget(per_coordinate, count, self.coordinate.guarantee, self.headline.delta, self.composition)

@@ -18,7 +18,7 @@ from scipy import stats
 
 from privsum._delegation import delegated
 from privsum._random import RNGLike, as_generator
-from privsum._validation import check_array, check_delta, check_epsilon, check_integer, check_real, invalid
+from privsum._validation import check_array, check_delta, check_epsilon, check_integer, check_privacy_request, check_real, invalid
 from privsum.accounting.events import ComposedEvent, PrivacyEvent
 from privsum.accounting.guarantee import PrivacyGuarantee
 from privsum.bitsum.base import ConfidenceInterval, symmetric_noise_half_width
@@ -127,9 +127,7 @@ class ShuffledMean(_RoundedSums):
                 rounding variance ``n/4`` is at most 1% of the noise's ``2 levels^2/epsilon^2``.
         """
         owner = cls.__name__
-        epsilon = check_epsilon(epsilon, owner)
-        delta = check_delta(delta, owner, allow_zero=False)
-        n_users = check_integer(n_users, "n_users", owner, low=3)
+        epsilon, delta, n_users = check_privacy_request(epsilon, delta, n_users, owner, least_users=3)
         if levels is None:
             least = math.sqrt(n_users * epsilon**2 / (8.0 * _ROUNDING_SHARE))
             levels = min(MAX_LEVELS, 1 << max(0, math.ceil(math.log2(max(1.0, least)))))

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from privsum._user_inputs import check_has_users, randomized_round, warn_if_fewer
-from privsum._validation import check_array, check_delta, check_epsilon, check_integer, invalid
+from privsum._validation import check_array, check_integer, check_privacy_request, invalid
 
 __all__ = ["as_user_matrix", "check_sum_request", "integer_inputs", "randomized_round", "real_inputs", "warn_if_fewer"]
 
@@ -21,12 +21,8 @@ def check_sum_request(
     epsilon: float, delta: float, n_users: int, domain: int, owner: str, *, least_users: int = 1
 ) -> tuple[float, float, int, int]:
     """``(epsilon, delta, n_users, domain)`` of an integer sum's ``from_privacy``, checked (``delta > 0``)."""
-    return (
-        check_epsilon(epsilon, owner),
-        check_delta(delta, owner, allow_zero=False),
-        check_integer(n_users, "n_users", owner, low=least_users),
-        check_integer(domain, "domain", owner, low=1),
-    )
+    epsilon, delta, n_users = check_privacy_request(epsilon, delta, n_users, owner, least_users=least_users)
+    return epsilon, delta, n_users, check_integer(domain, "domain", owner, low=1)
 
 
 def check_user_count(array: np.ndarray, n_users: int, owner: str) -> None:

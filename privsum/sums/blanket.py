@@ -29,7 +29,15 @@ import numpy as np
 from scipy import stats
 
 from privsum._random import RNGLike, as_generator
-from privsum._validation import check_choice, check_delta, check_epsilon, check_integer, check_probability, check_real, invalid
+from privsum._validation import (
+    check_choice,
+    check_delta,
+    check_integer,
+    check_privacy_request,
+    check_probability,
+    check_real,
+    invalid,
+)
 from privsum.accounting import GuaranteeEvent, PrivacyEvent, PrivacyGuarantee, PrivacyProfile, ProfileEvent, calibrate
 from privsum.shuffle import MessageBatch, MessageHistogram, ShuffleProtocol
 from privsum.shuffle.protocol import EXECUTION_PATHS
@@ -439,9 +447,7 @@ class BlanketRealSum(_BlanketMechanics):
             clip: see the class.
         """
         owner = f"{cls.__name__}.from_privacy"
-        epsilon = check_epsilon(epsilon, owner)
-        delta = check_delta(delta, owner, allow_zero=False)
-        n_users = check_integer(n_users, "n_users", owner, low=2)
+        epsilon, delta, n_users = check_privacy_request(epsilon, delta, n_users, owner, least_users=2)
         calibration = check_choice(calibration, "calibration", owner, CALIBRATIONS)
         if precision is None and calibration == "tight":
             start = default_precision(epsilon, delta, n_users=n_users)

@@ -11,7 +11,15 @@ import numpy as np
 from scipy import stats
 
 from privsum._random import RNGLike, as_generator
-from privsum._validation import check_array, check_choice, check_delta, check_epsilon, check_integer, check_probability, invalid
+from privsum._validation import (
+    check_array,
+    check_choice,
+    check_delta,
+    check_integer,
+    check_privacy_request,
+    check_probability,
+    invalid,
+)
 from privsum.accounting import GuaranteeEvent, PrivacyEvent, PrivacyGuarantee, PrivacyProfile, ProfileEvent
 from privsum.shuffle import MessageBatch, MessageHistogram
 from privsum.shuffle.protocol import EXECUTION_PATHS, SenderCap
@@ -185,9 +193,7 @@ class ShuffledVectorSum(_BlanketMechanics):
             estimator: see the class.
         """
         owner = f"{cls.__name__}.from_privacy"
-        epsilon = check_epsilon(epsilon, owner)
-        delta = check_delta(delta, owner, allow_zero=False)
-        n_users = check_integer(n_users, "n_users", owner, low=2)
+        epsilon, delta, n_users = check_privacy_request(epsilon, delta, n_users, owner, least_users=2)
         dimension = check_integer(dimension, "dimension", owner, low=1)
         samples = check_integer(samples, "samples", owner, low=1, high=dimension)
         calibration = check_choice(calibration, "calibration", owner, CALIBRATIONS)

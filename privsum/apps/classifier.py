@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from privsum._estimator import keep_parameters
 from privsum._random import RNGLike, as_generator
 from privsum._validation import (
     check_array,
@@ -167,20 +168,7 @@ class ShuffledKDEClassifier(ClassKDERounds, ClassifierBase):
         protocol_options: Mapping[str, Any] | None = None,
         random_state: RNGLike = None,
     ) -> None:
-        self.classes = classes
-        self.kernel = kernel
-        self.protocol = protocol
-        self.epsilon = epsilon
-        self.delta = delta
-        self.label_budget_fraction = label_budget_fraction
-        self.label_privacy = label_privacy
-        self.n_repetitions = n_repetitions
-        self.bandwidth = bandwidth
-        self.lsh_bits = lsh_bits
-        self.accounting = accounting
-        self.calibration = calibration
-        self.protocol_options = protocol_options
-        self.random_state = random_state
+        keep_parameters(self, locals())
 
     # ----- fitting --------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ import numpy as np
 from scipy import optimize
 
 from privsum._deprecation import NOT_GIVEN, renamed
+from privsum._estimator import keep_parameters
 from privsum._random import RNGLike, as_generator
 from privsum._validation import as_array, check_array, check_choice, check_epsilon, check_integer, check_real, invalid
 from privsum.accounting import GuaranteeEvent, Neighbouring, PrivacyGuarantee
@@ -195,14 +196,7 @@ class RACEClassifier:
         random_state: RNGLike = None,
         sampler: str = NOT_GIVEN,
     ) -> None:
-        self.family = family
-        self.classes = classes
-        self.epsilon = epsilon
-        self.neighbouring = neighbouring
-        self.rule = rule
-        self.noise_source = noise_source
-        self.random_state = random_state
-        self.sampler = sampler
+        keep_parameters(self, locals())
 
     def fit(self, X: Any, y: Any) -> RACEClassifier:
         """Sketch and release each class's points; sets ``sketches_``, ``classes_``, ``event_``."""
@@ -456,23 +450,7 @@ class RACELinearRegression:
         shrinkage: bool = True,
         sampler: str = NOT_GIVEN,
     ) -> None:
-        self.n_rows = n_rows
-        self.n_bits = n_bits
-        self.epsilon = epsilon
-        self.neighbouring = neighbouring
-        self.fit_intercept = fit_intercept
-        self.smoothing = smoothing
-        self.n_smoothing = n_smoothing
-        self.seed = seed
-        self.noise_source = noise_source
-        self.random_state = random_state
-        self.transform = transform
-        self.data_bound = data_bound
-        self.coef_bound = coef_bound
-        self.solver = solver
-        self.n_queries = n_queries
-        self.shrinkage = shrinkage
-        self.sampler = sampler
+        keep_parameters(self, locals())
 
     def fit(self, X: Any, y: Any) -> RACELinearRegression:
         """Sketch ``(x, y)``, release it, solve; sets ``coef_``, ``intercept_``, ``sketch_``, ``event_``."""

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from privsum._delegation import delegated
 from privsum._random import RNGLike, as_generator
 from privsum._validation import check_array, check_delta, check_epsilon, check_integer, check_real, invalid
 from privsum.accounting.events import GuaranteeEvent, PrivacyEvent
@@ -297,13 +298,11 @@ class ExactVectorSum(CuratedVectorSum):
         return cls(n_users=n_users, dimension=dimension, norm_bound=norm_bound)
 
     @property
-    def guarantee(self) -> PrivacyGuarantee:
-        """No privacy: ``epsilon = inf``."""
-        return PrivacyGuarantee(math.inf)
-
-    @property
     def event(self) -> PrivacyEvent:
-        return GuaranteeEvent(self.guarantee)
+        """No privacy: ``epsilon = inf``."""
+        return GuaranteeEvent(PrivacyGuarantee(math.inf))
+
+    guarantee = delegated("event.guarantee", "No privacy: ``epsilon = inf``.")
 
     def variance(self) -> float:
         """No noise: ``0``."""

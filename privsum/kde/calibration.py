@@ -23,7 +23,7 @@ from privsum.accounting.cache import cached_calibration
 from privsum.bitsum import bitsum_protocol
 from privsum.bitsum.base import BitSumProtocol, fit_for_compositions
 from privsum.kde.theory import seed_per_instance_epsilon
-from privsum.lsq.base import LSQFamily
+from privsum.lsq.base import LSQFamily, check_family
 
 if TYPE_CHECKING:
     from privsum.kde.protocol import ShuffledKDE
@@ -43,8 +43,7 @@ def calibrated_kde(cls: type[ShuffledKDE], **request: Any) -> ShuffledKDE:
     """
     owner = "ShuffledKDE.from_privacy"
     family, protocol_options = request["family"], request["protocol_options"]
-    if not isinstance(family, LSQFamily):
-        raise invalid("family", owner, "an LSQFamily", type(family).__name__)
+    check_family(family, owner)
     protocol = bitsum_protocol(request["protocol"], owner)
     epsilon = check_epsilon(request["epsilon"], owner)
     delta = check_delta(request["delta"], owner)
@@ -139,6 +138,5 @@ def _check_protocol_options(protocol: type[BitSumProtocol], options: Mapping[str
 
 def touched_per_repetition(family: LSQFamily) -> int:
     """``min(Q, 2S)``: coordinates of one repetition a replace-one change can alter."""
-    if not isinstance(family, LSQFamily):
-        raise invalid("family", "touched_per_repetition", "an LSQFamily", type(family).__name__)
+    check_family(family, "touched_per_repetition")
     return min(family.n_coordinates, 2 * family.sparsity)

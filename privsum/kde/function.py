@@ -13,7 +13,7 @@ from privsum._serialisation import Envelope, check_key, header_field, pack, unpa
 from privsum._validation import MAX_INT64, check_array, check_integer, invalid
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
 from privsum.exceptions import InvalidParameterError
-from privsum.lsq.base import LOADER_PUBLIC_DRAWS, LSQFamily, check_loader_draws
+from privsum.lsq.base import LOADER_PUBLIC_DRAWS, LSQFamily, check_family, check_loader_draws
 from privsum.lsq.lsh import LSHFamily, family_from_spec
 
 __all__ = ["KDEFunction"]
@@ -59,8 +59,7 @@ class KDEFunction:
 
     def __post_init__(self) -> None:
         owner = "KDEFunction"
-        if not isinstance(self.family, LSQFamily):
-            raise invalid("family", owner, "an LSQFamily", type(self.family).__name__)
+        check_family(self.family, owner)
         if self.guarantee is not None:  # a guarantee is never attached to arbitrary coefficients
             raise invalid(
                 "guarantee",

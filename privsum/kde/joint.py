@@ -20,7 +20,7 @@ from privsum._validation import check_integer, check_real, invalid, refusals_as
 from privsum.kde.function import KDEFunction
 from privsum.kde.scale import warn_if_degenerate_scale
 from privsum.kde.vector import VectorSumReleases, check_family_and_protocol, check_vector_sum, feature_norm_bound
-from privsum.lsq.base import LSQFamily
+from privsum.lsq.base import LSQFamily, check_family
 from privsum.lsq.inner_product import IdentityFeatures
 from privsum.sums.central_vector import CentralGaussianVectorSum, ExactVectorSum
 from privsum.sums.skellam import SkellamVectorSum
@@ -90,8 +90,7 @@ class JointClassKDE(VectorSumReleases):
 
     def __post_init__(self) -> None:
         owner = "JointClassKDE"
-        if not isinstance(self.family, LSQFamily):
-            raise invalid("family", owner, "an LSQFamily", type(self.family).__name__)
+        check_family(self.family, owner)
         object.__setattr__(self, "n_classes", check_integer(self.n_classes, "n_classes", owner, low=2))
         object.__setattr__(self, "count_weight", check_real(self.count_weight, "count_weight", owner, low=0.0, low_open=True))
         dimension = (self.n_classes * self.row_width, "C (I Q + 1)")

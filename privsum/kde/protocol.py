@@ -29,7 +29,7 @@ from privsum.kde.calibration import touched_per_repetition as touched_per_repeti
 from privsum.kde.function import KDEFunction
 from privsum.kde.scale import warn_if_degenerate_scale
 from privsum.kde.theory import sup_rmse_bound
-from privsum.lsq.base import LSQFamily
+from privsum.lsq.base import LSQFamily, check_family
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
 from privsum.shuffle.protocol import EXECUTION_PATHS, ShuffleProtocol
@@ -141,8 +141,7 @@ class ShuffledKDE(KDEPartyHooks, ComposedInstancesAccounting, ShuffleProtocol):
 
     def __post_init__(self) -> None:
         owner = "ShuffledKDE"
-        if not isinstance(self.family, LSQFamily):
-            raise invalid("family", owner, "an LSQFamily", type(self.family).__name__)
+        check_family(self.family, owner)
         if not isinstance(self.bitsum, BitSumProtocol):
             raise invalid("bitsum", owner, "a BitSumProtocol", type(self.bitsum).__name__)
         object.__setattr__(self, "delta", check_delta(self.delta, owner))

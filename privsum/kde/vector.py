@@ -22,7 +22,7 @@ from privsum.accounting.events import PrivacyEvent
 from privsum.accounting.guarantee import PrivacyGuarantee
 from privsum.kde.function import KDEFunction
 from privsum.kde.scale import warn_if_degenerate_scale
-from privsum.lsq.base import LSQFamily
+from privsum.lsq.base import LSQFamily, check_family
 from privsum.lsq.inner_product import IdentityFeatures
 
 __all__ = ["FEATURE_NORM_SLACK", "VectorSumKDE", "VectorSumProtocol", "bits_per_message", "feature_norm_bound"]
@@ -62,8 +62,7 @@ def feature_norm_bound(family: LSQFamily) -> float:
         >>> round(feature_norm_bound(RandomFourierFeatures(dimension=3, n_repetitions=8)), 5)
         4.0
     """
-    if not isinstance(family, LSQFamily):
-        raise invalid("family", "feature_norm_bound", "an LSQFamily", type(family).__name__)
+    check_family(family, "feature_norm_bound")
     if isinstance(family, IdentityFeatures):
         bound = math.sqrt(family.n_repetitions) * family.norm_bound
     else:
@@ -86,8 +85,7 @@ def check_vector_sum(vector_sum: Any, owner: str, *, dimension: tuple[int, str],
 
 def check_family_and_protocol(family: Any, protocol: Any, owner: str) -> None:
     """A ``from_privacy``'s ``family`` is an `LSQFamily` and its ``protocol`` a vector-sum class with ``from_privacy``."""
-    if not isinstance(family, LSQFamily):
-        raise invalid("family", owner, "an LSQFamily", type(family).__name__)
+    check_family(family, owner)
     if not (isinstance(protocol, type) and callable(getattr(protocol, "from_privacy", None))):
         raise invalid("protocol", owner, "a vector-sum protocol class with from_privacy", protocol)
 
@@ -202,8 +200,7 @@ class VectorSumKDE(VectorSumReleases):
 
     def __post_init__(self) -> None:
         owner = "VectorSumKDE"
-        if not isinstance(self.family, LSQFamily):
-            raise invalid("family", owner, "an LSQFamily", type(self.family).__name__)
+        check_family(self.family, owner)
         width = self.family.n_repetitions * self.family.n_coordinates
         check_vector_sum(self.vector_sum, owner, dimension=(width, "I * Q"), norm_bound=feature_norm_bound(self.family))
 

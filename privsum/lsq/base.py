@@ -14,7 +14,7 @@ import numpy as np
 
 from privsum._validation import check_array, check_integer, invalid
 
-__all__ = ["LSQFamily", "Repetitions"]
+__all__ = ["LSQFamily", "Repetitions", "check_family"]
 
 #: Which repetitions to evaluate: all (``None``), a slice, or an array of indices.
 Repetitions = slice | np.ndarray | list | None
@@ -156,3 +156,10 @@ def check_common(family: LSQFamily, owner: str) -> None:
     dimension = check_integer(family.dimension, "dimension", owner, low=1, high=MAX_PUBLIC_DRAWS)
     check_integer(family.n_repetitions, "n_repetitions", owner, low=1, high=MAX_PUBLIC_DRAWS // dimension)
     check_integer(family.seed, "seed", owner, low=0, high=2**63 - 1)
+
+
+def check_family(family: Any, owner: str) -> LSQFamily:
+    """Return ``family`` if it is an `LSQFamily`, else raise `InvalidParameterError` naming ``owner``."""
+    if not isinstance(family, LSQFamily):
+        raise invalid("family", owner, "an LSQFamily", type(family).__name__)
+    return family

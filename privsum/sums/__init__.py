@@ -16,8 +16,7 @@ still work for one release, with a `DeprecationWarning`.
 References:
     Scott, Cormode & Maple, "Applying the Shuffle Model of Differential Privacy to Vector
     Aggregation", BICOD 2021.
-    Dong, Luo, Fanti, Shi & Yi, "(Almost) Instance-optimal Clipping for Summation Problems in
-    the Shuffle Model of Differential Privacy", CCS 2024.
+    The clipped sums' reference (Dong, Luo, Fanti, Shi & Yi, CCS 2024) is on `privsum.clipping`.
 """
 
 from privsum._deprecation import install_moved_modules, moved_attribute_getter

@@ -4,12 +4,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from privsum._validation import as_array, check_integer, check_integer_array, invalid
 
 __all__ = ["MessageBatch"]
+
+
+def checked_record(record: Any, owner: str, arrays: tuple[str, ...]) -> tuple[int, list[np.ndarray]]:
+    """A message record's ``n_instances`` (at least 1) and its integer ``arrays``, checked in that order."""
+    n_instances = check_integer(record.n_instances, "n_instances", owner, low=1)
+    return n_instances, [check_integer_array(getattr(record, name), name, owner) for name in arrays]
+
+
+def check_instance_ids(instances: np.ndarray, n_instances: int, owner: str) -> None:
+    """Raise unless every instance id lies in ``[0, n_instances)``."""
+    if instances.size and not (instances.min() >= 0 and instances.max() < n_instances):
+        raise invalid("instances", owner, f"ids in [0, {n_instances})", f"range [{instances.min()}, {instances.max()}]")
 
 
 @dataclass(frozen=True, eq=False)
@@ -31,13 +44,10 @@ class MessageBatch:
 
     def __post_init__(self) -> None:
         owner = "MessageBatch"
-        n_instances = check_integer(self.n_instances, "n_instances", owner, low=1)
-        instances = check_integer_array(self.instances, "instances", owner)
-        values = check_integer_array(self.values, "values", owner)
+        n_instances, (instances, values) = checked_record(self, owner, ("instances", "values"))
         if instances.shape != values.shape:
             raise invalid("values", owner, "1-D and of the same length as instances", f"shapes {instances.shape}, {values.shape}")
-        if instances.size and not (instances.min() >= 0 and instances.max() < n_instances):
-            raise invalid("instances", owner, f"ids in [0, {n_instances})", f"range [{instances.min()}, {instances.max()}]")
+        check_instance_ids(instances, n_instances, owner)
         object.__setattr__(self, "instances", instances)
         object.__setattr__(self, "values", values)
         object.__setattr__(self, "n_instances", n_instances)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from privsum._validation import check_integer, check_integer_array, invalid
-from privsum.shuffle.messages import MessageBatch
+from privsum.shuffle.messages import MessageBatch, check_instance_ids, checked_record
 
 __all__ = ["SparseMessageHistogram"]
 
@@ -47,16 +47,12 @@ class SparseMessageHistogram:
 
     def __post_init__(self) -> None:
         owner = "SparseMessageHistogram"
-        n_instances = check_integer(self.n_instances, "n_instances", owner, low=1)
-        instances, values, counts = (
-            check_integer_array(getattr(self, name), name, owner) for name in ("instances", "values", "counts")
-        )
+        n_instances, (instances, values, counts) = checked_record(self, owner, ("instances", "values", "counts"))
         if not (instances.size == values.size == counts.size):
             raise invalid(
                 "counts", owner, "as long as instances and values", f"lengths {instances.size}, {values.size}, {counts.size}"
             )
-        if instances.size and not (instances.min() >= 0 and instances.max() < n_instances):
-            raise invalid("instances", owner, f"ids in [0, {n_instances})", f"range [{instances.min()}, {instances.max()}]")
+        check_instance_ids(instances, n_instances, owner)
         if counts.size and not counts.min() >= 1:
             raise invalid("counts", owner, "positive (absent pairs are not stored)", int(counts.min()))
         if instances.size > 1:

@@ -13,7 +13,7 @@ import numpy as np
 from privsum._validation import invalid
 from privsum.exceptions import PrivacyLeakWarning
 
-__all__ = ["check_has_users", "randomized_round", "warn_if_fewer"]
+__all__ = ["check_has_users", "check_participant_limit", "randomized_round", "warn_if_fewer"]
 
 
 def check_has_users(array: np.ndarray, owner: str) -> None:
@@ -40,3 +40,13 @@ def randomized_round(scaled: np.ndarray, rng: np.random.Generator) -> np.ndarray
     """
     floor = np.floor(scaled)
     return (floor + (rng.random(scaled.shape) < scaled - floor)).astype(np.int64)
+
+
+def check_participant_limit(n_participants: int, n_users: int, owner: str, sized_for_users: str | None) -> None:
+    """Warn when fewer than ``n_users`` take part; raise when more do if something is sized for ``n_users``.
+
+    ``sized_for_users`` names what is (for example ``"the modulus is sized for them"``); ``None``: more are fine.
+    """
+    if sized_for_users is not None and n_participants > n_users:
+        raise invalid("x", owner, f"at most n_users={n_users} users ({sized_for_users})", f"{n_participants}")
+    warn_if_fewer(n_participants, n_users, owner)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from privsum._user_inputs import warn_if_fewer
+from privsum._user_inputs import check_participant_limit
 from privsum._validation import check_choice, check_integer, check_integer_array, check_probability, invalid
 from privsum.accounting import (
     GuaranteeEvent,
@@ -255,11 +255,9 @@ class NoisySums:
 
 def check_instance_participants(n_participants: int, n_users: int, instances: Any, owner: str) -> None:
     """Warn when fewer than ``n_users`` take part; raise when more do and a BBGN20 instance's modulus is sized for ``n_users``."""
-    if n_participants > n_users and any(isinstance(p, SparseMultiMessageSum) for p in instances):
-        raise invalid(
-            "x", owner, f"at most n_users={n_users} users (the BBGN20 instances' moduli are sized for them)", f"{n_participants}"
-        )
-    warn_if_fewer(n_participants, n_users, owner)
+    has_shares = any(isinstance(p, SparseMultiMessageSum) for p in instances)
+    sized = "the BBGN20 instances' moduli are sized for them" if has_shares else None
+    check_participant_limit(n_participants, n_users, owner, sized)
 
 
 def check_participant_count(n_participants: int, n_users: int, instances: Any, owner: str) -> int:

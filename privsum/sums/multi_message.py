@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from privsum._random import RNGLike, as_generator
+from privsum._user_inputs import check_participant_limit
 from privsum._validation import (
     MAX_INT64,
     check_choice,
@@ -36,7 +37,7 @@ from privsum.shuffle.noise import (
 from privsum.shuffle.protocol import EXECUTION_PATHS, SenderCap
 from privsum.shuffle.robustness import check_malicious
 from privsum.shuffle.streaming import PartialView
-from privsum.sums._common import check_sum_request, integer_inputs, warn_if_fewer
+from privsum.sums._common import check_sum_request, integer_inputs
 from privsum.sums.split_and_mix import MAX_CHI_SQUARE_USERS, share_distance_bound
 
 __all__ = ["MAX_MODULUS", "MultiMessageSum", "default_share_count", "supported_security_bits"]
@@ -275,12 +276,7 @@ class MultiMessageSum(ShuffleProtocol):
 
     def check_participants(self, n_participants: int) -> None:
         """Warn when fewer than ``n_users`` take part; raise when more do (the modulus is sized for ``n_users``)."""
-        owner = type(self).__name__
-        if n_participants > self.n_users:
-            raise invalid(
-                "x", owner, f"at most n_users={self.n_users} users (the modulus is sized for them)", f"{n_participants}"
-            )
-        warn_if_fewer(n_participants, self.n_users, owner)
+        check_participant_limit(n_participants, self.n_users, type(self).__name__, "the modulus is sized for them")
 
     @cached_property
     def alphabet(self) -> tuple[int, ...]:

@@ -1,10 +1,12 @@
 """Write (or check) the wire-format test vectors in tests/wire/vectors/, one JSON file per protocol.
 
 Each vector holds the protocol file (calibrated parameters), the canonical encoding and
-fingerprint, a seed, one user's input, the expected upload (hex), its decoded messages, and a
-one-upload batch with a fixed id. ``python scripts/wire_vectors.py --write`` regenerates them
+fingerprint, the field widths, a seed, one user's input, the expected upload (hex), its decoded
+view, and a two-sender batch with a fixed id and its decoded view (docs/wire-format.md, "Test
+vectors"). ``python scripts/wire_vectors.py --write`` regenerates them
 (only when the format or a calibration changes on purpose); without ``--write`` it reports
-which differ. tests/wire/test_vectors.py checks them with an independent reader.
+which differ. tests/wire/test_vectors.py checks them against privsum, tests/wire/test_decoder_from_docs.py
+with a decoder written from the page alone.
 """
 
 from __future__ import annotations
@@ -29,27 +31,38 @@ BATCH_ID = bytes(range(16))
 
 
 def vector(name: str) -> dict:
-    """The test vector of one protocol (100 users calibrated, 3 instances or a 4-dimensional vector)."""
+    """The test vector of one protocol (100 users calibrated, 3 instances or a 4-dimensional vector).
+
+    The upload is one user's; the batch holds that upload and a second user's (seed + 1), in
+    upload order (tagged) or instance by instance (positional), as a shuffler may release them.
+    """
     deployment = Deployment(protocol(name, 100), n_instances=n_instances(name, 3), min_senders=100)
-    user = inputs(name, 1, 3, np.random.default_rng(SEED))[0]
-    upload = Client(deployment, rng=SEED).encode(user)
-    fields = deployment.spec.decode_upload(upload)
-    instances, indices = deployment.spec.split(fields)
-    batch = deployment.spec.encode_batch(fields, n_senders=1, batch_id=BATCH_ID)
+    spec = deployment.spec
+    users = inputs(name, 2, 3, np.random.default_rng(SEED))
+    upload = Client(deployment, rng=SEED).encode(users[0])
+    second = Client(deployment, rng=SEED + 1).encode(users[1])
+    both = [spec.decode_upload(data) for data in (upload, second)]
+    fields = np.concatenate(both)
+    if spec.positional:
+        fields = fields.reshape(2, spec.n_instances, spec.positional).transpose(1, 0, 2).reshape(-1)
+    batch = spec.encode_batch(fields, n_senders=2, batch_id=BATCH_ID)
     return {
         "protocol_file": deployment.to_file_dict(),
         "canonical_encoding": deployment.canonical_bytes.decode("ascii"),
         "fingerprint": deployment.fingerprint.hex(),
-        "n_instances": deployment.n_instances,
-        "alphabet": deployment.alphabet_description,
-        "field_bits": {"tag": deployment.spec.tag_bits, "value": deployment.spec.value_bits},
+        "field_bits": {"tag": spec.tag_bits, "value": spec.value_bits, "width": spec.field_bits},
         "seed": SEED,
-        "input": user.tolist(),
+        "input": users[0].tolist(),
         "upload_hex": upload.hex(),
-        "decoded": {"instances": instances.tolist(), "values": deployment.values_of(indices).tolist()},
-        "batch_id_hex": BATCH_ID.hex(),
-        "batch_hex": batch.hex(),
+        "decoded": decoded(deployment, both[0]),
+        "batch": {"batch_id_hex": BATCH_ID.hex(), "n_senders": 2, "hex": batch.hex(), "decoded": decoded(deployment, fields)},
     }
+
+
+def decoded(deployment: Deployment, fields: np.ndarray) -> dict:
+    """The decoded view of logical fields: each message's instance and value, in payload order."""
+    instances, indices = deployment.spec.split(fields)
+    return {"instances": instances.tolist(), "values": deployment.values_of(indices).tolist()}
 
 
 def _compact_number_lists(text: str) -> str:

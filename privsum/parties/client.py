@@ -74,7 +74,8 @@ class Client:
         if batch.n_instances != deployment.n_instances:
             raise invalid("inputs", "Client", f"inputs for {deployment.n_instances} instances", f"{batch.n_instances} instances")
         # the batch is this client's own: its instance array becomes the fields
-        return deployment.spec.fields(batch.instances, deployment.value_indices(batch.values), overwrite=True), counts
+        fields = deployment.spec.fields(batch.instances, deployment.value_indices(batch.values), overwrite=True)
+        return (_positional_order(deployment.spec, fields, counts) if deployment.spec.positional else fields), counts
 
     def _within_cap(self, fields: np.ndarray, counts: np.ndarray) -> np.ndarray:
         """Which users' messages respect the cap (per instance and in total)."""
@@ -99,7 +100,10 @@ def _uploads(spec: Any, fields: np.ndarray, counts: np.ndarray, kept: np.ndarray
     ``ceil(m w / 8)`` bytes of its segment (the rest are the padding fields' zero bits).
     """
     width = spec.field_bits
-    prefix = spec.encode_upload(fields[:0])[:-4]
+    prefix = spec.encode_upload(fields[:0])[:-4] if not spec.positional else spec.encode_upload(
+        spec.positional_instances(1) << spec.value_bits)[: spec.upload_header_bytes - 4]
+    if spec.positional:  # every user's fields in instance order (`_positional_order`): the value indices alone
+        return _equal_uploads(prefix, (fields & ((1 << spec.value_bits) - 1)).reshape(counts.size, -1)[kept], width)
     if np.all(counts == counts[0]):  # every upload the same size: one array of uploads, one bytes object
         return _equal_uploads(prefix, fields.reshape(counts.size, -1)[kept], width)
     padded = -(-counts // 8) * 8
@@ -116,6 +120,8 @@ def _uploads(spec: Any, fields: np.ndarray, counts: np.ndarray, kept: np.ndarray
 def _equal_uploads(prefix: bytes, rows: np.ndarray, width: int) -> list[bytes]:
     """Uploads of users with ``m`` fields each (one row per user), built as one array and cut."""
     n_users, count = rows.shape
+    if count == 0:  # users without messages (possible where counts are random): headers alone
+        return [prefix + bytes(4)] * n_users
     if count % 8:
         padded = np.zeros((n_users, -(-count // 8) * 8), dtype=rows.dtype)
         padded[:, :count] = rows
@@ -124,3 +130,17 @@ def _equal_uploads(prefix: bytes, rows: np.ndarray, width: int) -> list[bytes]:
     header = prefix + count.to_bytes(4, "big")
     size, segment = packed_size(count, width), len(packed) // n_users
     return [header + packed[start : start + size] for start in range(0, len(packed), segment)]
+
+
+def _positional_order(spec: Any, fields: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Each user's logical fields listed instance by instance (the positional layout), ``c`` per instance, or refused."""
+    expected = spec.positional_instances(1)
+    if not np.all(counts == expected.size):
+        raise invalid("inputs", "Client", f"users of {expected.size} messages each (the positional layout)", counts)
+    rows = fields.reshape(counts.size, expected.size)
+    instances = rows >> spec.value_bits
+    if not np.array_equal(instances, np.broadcast_to(expected, rows.shape)):
+        rows = np.take_along_axis(rows, np.argsort(instances, axis=1, kind="stable"), axis=1)
+        if not np.array_equal(rows >> spec.value_bits, np.broadcast_to(expected, rows.shape)):
+            raise invalid("inputs", "Client", f"{spec.positional} messages per instance (the positional layout)", "other counts")
+    return rows.reshape(-1)

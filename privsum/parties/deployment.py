@@ -133,8 +133,27 @@ class Deployment:
         object.__setattr__(self, "exceed_probability", exceed)
         object.__setattr__(self, "cap", self.protocol.sender_cap(self.n_instances, exceed))
         alphabet = self.protocol.alphabet
-        spec = WireSpec(self.wire_name, fingerprint(self.description), self.n_instances, len(alphabet), self.cap.total)
+        positional = self.cap.per_instance if self.positional else 0
+        spec = WireSpec(self.wire_name, fingerprint(self.description), self.n_instances, len(alphabet), self.cap.total,
+                        positional=positional)
         object.__setattr__(self, "spec", spec)
+
+    @property
+    def positional(self) -> bool:
+        """Whether uploads and batches use the positional layout (no instance tag on the wire).
+
+        Where every sender sends exactly ``c`` messages to each instance and the protocol's own
+        `bits_per_message` counts no instance tag (its cost assumes each instance is shuffled on
+        its own, as for the split-and-mix shares of `~privsum.sums.SkellamVectorSum`), the
+        instance is implied by the position and the shuffler permutes each instance's messages
+        separately. Otherwise every message carries its tag. With one instance both layouts are
+        the same bytes.
+        """
+        cap, n_instances = self.cap, self.n_instances
+        if cap.exceed_probability != 0.0 or cap.total != cap.per_instance * n_instances:
+            return False
+        value_bits = max(1, math.ceil(math.log2(len(self.protocol.alphabet))))
+        return n_instances == 1 or self.protocol.bits_per_message(n_instances) == value_bits
 
     @property
     def wire_name(self) -> str:
@@ -157,6 +176,7 @@ class Deployment:
             "protocol": self.wire_name,
             "parameters": self.protocol.public_parameters(),
             "instances": self.n_instances,
+            "layout": "positional" if self.positional else "tagged",
             "alphabet": self.alphabet_description,
             # the target, not the bound reached: the integers and the target do not depend on the platform's rounding
             "cap": {"per_instance": self.cap.per_instance, "total": self.cap.total,
@@ -200,8 +220,16 @@ class Deployment:
             "n_instances": self.n_instances,
             "min_senders": self.min_senders,
             "exceed_probability": self.exceed_probability,
+            **self._derived,
             "fingerprint": self.fingerprint.hex(),
         }
+
+    @property
+    def _derived(self) -> dict[str, Any]:
+        """What the protocol's mathematics fixes and the fingerprint commits to: layout, alphabet, cap."""
+        description = self.description
+        return {"layout": description["layout"], "alphabet": description["alphabet"],
+                "cap": {key: description["cap"][key] for key in ("per_instance", "total")}}
 
     def save(self, path: str | Path) -> None:
         """Write the protocol file (JSON)."""
@@ -227,6 +255,9 @@ class Deployment:
             min_senders=content.get("min_senders"),
             exceed_probability=content.get("exceed_probability", DEFAULT_EXCEED_PROBABILITY),
         )
+        for key, computed in deployment._derived.items():
+            if content.get(key) != computed:
+                raise invalid(key, owner, f"{computed!r} (what these parameters fix)", content.get(key))
         stated = content.get("fingerprint")
         if stated != deployment.fingerprint.hex():
             raise invalid("fingerprint", owner, f"the fingerprint of these parameters, {deployment.fingerprint.hex()}", stated)

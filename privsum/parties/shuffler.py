@@ -23,7 +23,9 @@ class Shuffler:
     fingerprint, the per-sender cap overall and per instance, every message in range), and
     releases (`release`) only once it holds at least ``deployment.min_senders`` senders: the
     messages of all of them, without sender identities, in an order drawn uniformly at random
-    by a CSPRNG, under a fresh random 16-byte batch id, with the number of senders.
+    by a CSPRNG, under a fresh random 16-byte batch id, with the number of senders. In the
+    positional layout (`Deployment.positional`) each instance's messages are permuted on their
+    own, by independent permutations, and the batch lists them instance by instance.
 
     Args:
         deployment: the configuration.
@@ -35,7 +37,12 @@ class Shuffler:
         replaced by a mixnet, a trusted execution environment or a separately operated
         service; see the deployment page). It enforces the cap so that one sender's influence on
         the analyzer's view is bounded; it cannot tell a real user from a fake one (Sybils),
-        which only an authenticated identity can.
+        which only an authenticated identity can. Permuting each instance separately releases
+        the same information as one permutation of all messages: either way, the batch is
+        (given each instance's multiset of messages) a uniformly random arrangement drawn
+        independently of the inputs, so both are post-processings of the per-instance
+        histograms the protocols are analysed on. The permutations of different instances must be
+        independent: one shared permutation would link a sender's messages across instances.
 
     Examples:
         >>> from privsum.bitsum import RRBitSum
@@ -83,8 +90,8 @@ class Shuffler:
         if sender in self._senders or sender in self._released:
             raise invalid("sender", "Shuffler.submit", "a sender without an upload in this collection", sender)
         spec, cap = self.deployment.spec, self.deployment.cap
-        fields = spec.decode_upload(upload)
-        if fields.size > cap.per_instance and cap.per_instance < cap.total:
+        fields = spec.decode_upload(upload)  # positional: exactly c messages per instance, by construction
+        if not spec.positional and fields.size > cap.per_instance and cap.per_instance < cap.total:
             busiest = int(np.bincount(spec.split(fields)[0], minlength=spec.n_instances).max())
             if busiest > cap.per_instance:
                 raise WireFormatError(
@@ -108,7 +115,12 @@ class Shuffler:
             raise invalid("senders", "Shuffler.release", f"at least {self.deployment.min_senders} (min_senders)",
                           self.n_senders)
         fields = np.concatenate(self._fields)
-        permuted = fields[self._generator.permutation(fields.size)]
+        if self.deployment.spec.positional:  # each instance's messages permuted on their own, listed instance by instance
+            spec = self.deployment.spec
+            by_instance = fields.reshape(self.n_senders, spec.n_instances, spec.positional).transpose(1, 0, 2)
+            permuted = self._generator.permuted(by_instance.reshape(spec.n_instances, -1), axis=1).reshape(-1)
+        else:
+            permuted = fields[self._generator.permutation(fields.size)]
         batch = self.deployment.spec.encode_batch(permuted, n_senders=self.n_senders,
                                                   batch_id=secrets.token_bytes(BATCH_ID_BYTES))
         self._released |= self._senders

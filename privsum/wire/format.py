@@ -16,9 +16,19 @@ offset  bytes   field
 An upload continues with a u32 message count ``m`` and the payload; a batch continues with a
 16-byte batch id, a u32 number of senders, a u64 message count ``m`` and the payload. The payload
 is ``m`` fields of ``w`` bits packed most-significant bit first (`privsum.wire.packing`), zero-padded
-to ``ceil(m w / 8)`` bytes; field = ``instance << value_bits | value_index``. Nothing else is
-accepted: the length must be exact, padding bits zero, every instance below ``n_instances`` and
-every value index below the alphabet size. The full description is ``docs/wire-format.md``.
+to ``ceil(m w / 8)`` bytes. Two layouts, fixed by the configuration (its fingerprint commits to it):
+
+* **tagged**: field = ``instance << value_bits | value_index``, messages in any order;
+* **positional** (every sender sends exactly ``c`` messages to each instance): field =
+  ``value_index`` alone, the instance implied by the position. An upload lists instance 0's ``c``
+  messages, then instance 1's, ...; a batch of ``n`` senders lists instance 0's ``n c`` messages,
+  then instance 1's, ... (the shuffler permutes each instance's messages separately).
+
+In code, both layouts are handled as *logical fields* ``instance << value_bits | value_index``
+(int64): the positional layout drops the tag on the wire and restores it from the position.
+Nothing else is accepted: the length must be exact, padding bits zero, every instance below
+``n_instances``, every value index below the alphabet size and, positional, exactly ``c``
+messages per instance and sender. The full description is ``docs/wire-format.md``.
 
 This module knows nothing of any protocol's mathematics: a `WireSpec` carries the sizes.
 """
@@ -50,7 +60,8 @@ __all__ = [
 ]
 
 MAGIC = b"PSUM"
-VERSION = 1
+#: Format version 2: the positional layout (version 1 had only the tagged one); version 1 bytes are refused.
+VERSION = 2
 UPLOAD = 1
 BATCH = 2
 MAX_NAME_BYTES = 20
@@ -58,6 +69,8 @@ BATCH_ID_BYTES = 16
 _PREFIX = 7  # magic, version, kind, name length
 #: The most (instance, value-index) cells `WireSpec.batch_counts` counts densely (256 MiB of int64).
 MAX_DENSE_CELLS = 1 << 25
+#: The widest logical field (tag plus value index) held in an int64.
+MAX_LOGICAL_BITS = 62
 
 
 class WireFormatError(InvalidParameterError):
@@ -91,11 +104,17 @@ class WireSpec:
         alphabet_size: number of message values ``|A|``.
         max_upload_messages: the most messages one upload may hold (the per-sender cap).
         max_batch_messages: the most messages one batch may hold.
+        positional: ``c`` for the positional layout (every sender sends exactly ``c`` messages
+            to each instance, listed instance by instance, no tag on the wire), ``0`` for the
+            tagged layout. Positional requires ``max_upload_messages == c n_instances``.
 
     Examples:
         >>> spec = WireSpec("RRBitSum", bytes(32), n_instances=1, alphabet_size=2, max_upload_messages=1)
         >>> spec.field_bits, spec.upload_header_bytes
         (1, 51)
+        >>> shares = WireSpec("Shares", bytes(32), n_instances=4, alphabet_size=1000, max_upload_messages=12, positional=3)
+        >>> shares.tag_bits, shares.field_bits  # the coordinate is implied by the position
+        (2, 10)
     """
 
     name: str
@@ -104,6 +123,7 @@ class WireSpec:
     alphabet_size: int
     max_upload_messages: int
     max_batch_messages: int = 2**40
+    positional: int = 0
 
     def __post_init__(self) -> None:
         owner = "WireSpec"
@@ -116,9 +136,16 @@ class WireSpec:
         check_integer(self.alphabet_size, "alphabet_size", owner, low=1, high=2**48)
         check_integer(self.max_upload_messages, "max_upload_messages", owner, low=1, high=2**32 - 1)
         check_integer(self.max_batch_messages, "max_batch_messages", owner, low=1, high=2**62)
+        check_integer(self.positional, "positional", owner, low=0, high=2**32 - 1)
+        if self.positional and self.max_upload_messages != self.positional * self.n_instances:
+            raise invalid("positional", owner, f"c with c * n_instances == max_upload_messages ({self.max_upload_messages})",
+                          self.positional)
         if self.field_bits > MAX_FIELD_BITS:
             raise invalid("n_instances", owner, f"with the alphabet, fields of at most {MAX_FIELD_BITS} bits",
                           f"{self.field_bits} bits")
+        if self.tag_bits + self.value_bits > MAX_LOGICAL_BITS:
+            raise invalid("n_instances", owner, f"with the alphabet, tag and value of at most {MAX_LOGICAL_BITS} bits",
+                          f"{self.tag_bits + self.value_bits} bits")
 
     @property
     def tag_bits(self) -> int:
@@ -132,8 +159,17 @@ class WireSpec:
 
     @property
     def field_bits(self) -> int:
-        """Bits of one message: tag plus value index."""
-        return self.tag_bits + self.value_bits
+        """Bits of one message on the wire: tag plus value index (tagged), the value index alone (positional)."""
+        return self.value_bits if self.positional else self.tag_bits + self.value_bits
+
+    @property
+    def layout(self) -> str:
+        """``"positional"`` or ``"tagged"``."""
+        return "positional" if self.positional else "tagged"
+
+    def positional_instances(self, n_senders: int) -> np.ndarray:
+        """The instance of each message of a positional upload (``n_senders = 1``) or batch: ``n_senders c`` per instance."""
+        return np.repeat(np.arange(self.n_instances, dtype=np.int64), n_senders * self.positional)
 
     @property
     def _prefix(self) -> bytes:
@@ -178,7 +214,21 @@ class WireSpec:
             raise invalid("fields", "WireSpec.encode_upload", f"at most {self.max_upload_messages} messages", count)
         prefix = bytearray(self._prefix)
         prefix[5] = UPLOAD
-        return bytes(prefix) + struct.pack(">I", count) + pack_fields(fields, self.field_bits)
+        return bytes(prefix) + struct.pack(">I", count) + pack_fields(self.wire_fields(fields, 1), self.field_bits)
+
+    def wire_fields(self, fields: np.ndarray, n_senders: int) -> np.ndarray:
+        """What the payload holds of logical ``fields``: themselves (tagged), their value indices (positional).
+
+        Positional fields must be listed instance by instance, ``n_senders c`` per instance.
+        """
+        if not self.positional:
+            return fields
+        fields = np.asarray(fields)
+        instances = self.positional_instances(n_senders)
+        if not (fields.shape == instances.shape and np.array_equal(fields >> self.value_bits, instances)):
+            raise invalid("fields", "WireSpec", f"{n_senders * self.positional} messages of each instance, instance by instance "
+                          "(the positional layout)", f"{fields.size} messages")
+        return fields & ((1 << self.value_bits) - 1)
 
     def encode_batch(self, fields: np.ndarray, *, n_senders: int, batch_id: bytes) -> bytes:
         """A shuffler's release of the given (already permuted) fields."""
@@ -187,7 +237,7 @@ class WireSpec:
         prefix = bytearray(self._prefix)
         prefix[5] = BATCH
         head = bytes(prefix) + batch_id + struct.pack(">IQ", n_senders, int(fields.size))
-        return head + pack_fields(fields, self.field_bits)
+        return head + pack_fields(self.wire_fields(fields, n_senders), self.field_bits)
 
     # ------------------------------------------------------------------ decode
     def _check_prefix(self, data: bytes | memoryview, kind: int, owner: str) -> int:
@@ -240,10 +290,18 @@ class WireSpec:
         (count,) = struct.unpack_from(">I", data, start)
         if count > self.max_upload_messages:
             raise _refuse("data", owner, f"at most {self.max_upload_messages} messages (the per-sender cap)", count)
+        if self.positional and count != self.max_upload_messages:
+            raise _refuse("data", owner, f"exactly {self.max_upload_messages} messages ({self.positional} per instance, "
+                          "the positional layout)", count)
         payload = self._payload(data, start + 4, count, owner)
-        fields = unpack_fields(payload, count, self.field_bits)
+        return self._logical(unpack_fields(payload, count, self.field_bits), 1, owner)
+
+    def _logical(self, fields: np.ndarray, n_senders: int, owner: str) -> np.ndarray:
+        """Checked logical fields of a payload's fields (positional: the instances restored from the positions)."""
         self._check_fields(fields, owner)
-        return fields
+        if not self.positional:
+            return fields
+        return (self.positional_instances(n_senders) << self.value_bits) | fields.astype(np.int64)
 
     def read_batch_header(self, data: bytes | memoryview) -> tuple[bytes, int, int, int]:
         """``(batch_id, n_senders, count, payload_offset)`` of a batch, header and length checked."""
@@ -261,14 +319,16 @@ class WireSpec:
         if count > n_senders * self.max_upload_messages:
             raise _refuse("data", owner, f"at most {self.max_upload_messages} messages per sender",
                           f"{count} messages from {n_senders} senders")
+        if self.positional and count != n_senders * self.max_upload_messages:
+            raise _refuse("data", owner, f"exactly {self.max_upload_messages} messages per sender (the positional layout)",
+                          f"{count} messages from {n_senders} senders")
         return batch_id, n_senders, count, end
 
     def decode_batch(self, data: bytes | memoryview) -> DecodedBatch:
         """A batch's id, senders and fields; any malformed input raises `WireFormatError`."""
         batch_id, n_senders, count, start = self.read_batch_header(data)
         payload = self._payload(data, start, count, "WireSpec.decode_batch")
-        fields = unpack_fields(payload, count, self.field_bits)
-        self._check_fields(fields, "WireSpec.decode_batch")
+        fields = self._logical(unpack_fields(payload, count, self.field_bits), n_senders, "WireSpec.decode_batch")
         return DecodedBatch(batch_id, n_senders, fields)
 
     def batch_counts(self, data: bytes | memoryview) -> tuple[bytes, int, np.ndarray]:
@@ -286,7 +346,11 @@ class WireSpec:
             raise invalid("spec", owner, f"at most {MAX_DENSE_CELLS} (instance, value) cells to count densely",
                           self.n_instances << self.value_bits)
         cells = self.n_instances << self.value_bits
-        if width in (1, 2, 4, 8):
+        if self.positional and self.n_instances > 1:  # one row of n c value indices per instance
+            rows = unpack_fields(payload, count, width).astype(np.int64).reshape(self.n_instances, -1)
+            rows += (np.arange(self.n_instances, dtype=np.int64) << self.value_bits)[:, None]
+            counts = np.bincount(rows.reshape(-1), minlength=cells)
+        elif width in (1, 2, 4, 8):
             counts = _counts_from_bytes(payload, count, width)
         else:
             counts = count_fields(payload, count, width, cells)
@@ -312,9 +376,13 @@ class WireSpec:
         return table[:, : self.alphabet_size].astype(np.int64)
 
     def _check_fields(self, fields: np.ndarray, owner: str) -> None:
+        """Every payload field in range (positional: value indices only; tagged: instance and value index)."""
         if fields.size == 0:
             return
-        instances, indices = self.split(fields)
+        if self.positional:
+            instances, indices = np.zeros(1, dtype=np.int64), fields
+        else:
+            instances, indices = self.split(fields)
         if not instances.max() < self.n_instances:
             raise _refuse("data", owner, f"instance ids below {self.n_instances}", int(instances.max()))
         if not indices.max() < self.alphabet_size:

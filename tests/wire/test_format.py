@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -9,7 +11,7 @@ from hypothesis import strategies as st
 
 from privsum.exceptions import InvalidParameterError
 from privsum.wire import WireFormatError, WireSpec, canonical_encoding, fingerprint, pack_fields, packed_size, unpack_fields
-from tests.wire import reference
+from tests.wire.test_decoder_from_docs import Config, canonical, read
 
 
 def spec(n_instances=5, alphabet_size=3, cap=4, batch_cap=100, name="Toy"):
@@ -37,18 +39,67 @@ def test_upload_and_batch_agree_with_the_naive_reader(n_instances, alphabet_size
     fields = wire.fields(instances, indices)
     upload = wire.encode_upload(fields)
     assert len(upload) == wire.upload_header_bytes + packed_size(37, wire.field_bits)
-    parsed = reference.read(upload, n_instances, alphabet_size)
+    parsed = read(upload, config_of(wire))
     assert (parsed["kind"], parsed["name"], parsed["count"]) == (1, "Toy", 37)
-    assert parsed["instances"] == instances.tolist() and parsed["indices"] == indices.tolist()
+    assert parsed["instances"] == instances.tolist() and parsed["values"] == indices.tolist()
     assert wire.decode_upload(upload).tolist() == fields.tolist()
     batch = wire.encode_batch(fields, n_senders=3, batch_id=bytes(range(16)))
-    parsed = reference.read(batch, n_instances, alphabet_size)
+    parsed = read(batch, config_of(wire))
     assert (parsed["kind"], parsed["n_senders"], parsed["batch_id"]) == (2, 3, bytes(range(16)).hex())
     if wire.countable:
         _, senders, counts = wire.batch_counts(batch)
         expected = np.zeros((n_instances, alphabet_size), dtype=np.int64)
         np.add.at(expected, (instances, indices), 1)
         assert senders == 3 and np.array_equal(counts, expected)
+
+
+def config_of(wire):
+    """The page-derived reader's configuration of a spec (alphabet 0..size-1)."""
+    layout = "positional" if wire.positional else "tagged"
+    return Config(wire.name, wire.fingerprint, wire.n_instances, 0, wire.alphabet_size, None, layout,
+                  wire.positional, wire.max_upload_messages)
+
+
+@pytest.mark.parametrize(("n_instances", "per_instance", "alphabet_size"), [(1, 3, 5), (4, 3, 1000), (384, 2, 2**23), (5, 1, 2)])
+def test_positional_layout_has_no_tags_and_lists_instances_in_order(n_instances, per_instance, alphabet_size):
+    wire = WireSpec("Toy", fingerprint({"toy": n_instances}), n_instances, alphabet_size, per_instance * n_instances, 10**6,
+                    positional=per_instance)
+    assert wire.field_bits == wire.value_bits
+    rng = np.random.default_rng(n_instances)
+    instances = np.repeat(np.arange(n_instances), per_instance)
+    uploads = [wire.fields(instances, rng.integers(0, alphabet_size, instances.size)) for _ in range(3)]
+    data = wire.encode_upload(uploads[0])
+    assert len(data) == wire.upload_header_bytes + packed_size(instances.size, wire.value_bits)
+    assert np.array_equal(wire.decode_upload(data), uploads[0])
+    parsed = read(data, config_of(wire))
+    assert parsed["instances"] == instances.tolist()
+    assert parsed["values"] == (uploads[0] & ((1 << wire.value_bits) - 1)).tolist()
+    by_instance = np.stack(uploads).reshape(3, n_instances, per_instance).transpose(1, 0, 2).reshape(-1)
+    batch = wire.encode_batch(by_instance, n_senders=3, batch_id=bytes(16))
+    assert np.array_equal(wire.decode_batch(batch).fields, by_instance)
+    assert read(batch, config_of(wire))["instances"] == np.repeat(np.arange(n_instances), 3 * per_instance).tolist()
+    if wire.countable:
+        _, senders, counts = wire.batch_counts(batch)
+        assert senders == 3 and np.array_equal(counts, wire.dense_counts(by_instance))
+    # refused: an upload of other than c I messages; fields out of instance order
+    header = bytearray(data[: wire.upload_header_bytes])
+    header[-4:] = (instances.size - 1).to_bytes(4, "big")
+    short = bytes(header) + pack_fields(np.zeros(instances.size - 1, dtype=np.int64), wire.field_bits)
+    _refused(wire.decode_upload, short, "positional")
+    if n_instances > 1:
+        with pytest.raises(InvalidParameterError, match="positional"):
+            wire.encode_upload(uploads[0][::-1].copy())
+
+
+def test_version_1_bytes_and_a_positional_count_mismatch_in_a_batch_are_refused():
+    wire = WireSpec("Toy", bytes(32), 2, 4, 4, 100, positional=2)
+    good = wire.encode_batch(wire.fields(np.repeat(np.arange(2), 2), np.arange(4)), n_senders=1, batch_id=bytes(16))
+    _refused(wire.decode_batch, good[:4] + b"\x01" + good[5:], "version")
+    lying = bytearray(good)
+    lying[wire.batch_header_bytes - 12 : wire.batch_header_bytes - 8] = (2).to_bytes(4, "big")  # two senders, one's messages
+    _refused(wire.decode_batch, bytes(lying), "positional")
+    with pytest.raises(InvalidParameterError, match="positional"):
+        WireSpec("Toy", bytes(32), 2, 4, 5, 100, positional=2)
 
 
 def test_header_is_at_most_64_bytes_for_twenty_character_names():
@@ -60,8 +111,8 @@ def test_header_is_at_most_64_bytes_for_twenty_character_names():
 def test_fingerprint_is_sha256_of_the_canonical_text():
     text = '{"a":"f64:3ff8000000000000","b":[-3,false,null,"x\\"y"],"c":{"d":1}}'
     value = {"c": {"d": 1}, "b": [-3, False, None, 'x"y'], "a": 1.5}
-    assert canonical_encoding(value).decode() == text
-    assert fingerprint(value).hex() == reference.sha256_hex(text)
+    assert canonical_encoding(value).decode() == text == canonical(value)
+    assert fingerprint(value).hex() == hashlib.sha256(text.encode()).hexdigest()
     with pytest.raises(InvalidParameterError):
         canonical_encoding({"a": float("nan")})
 
@@ -78,7 +129,7 @@ def test_malformed_uploads_are_refused():
     _refused(wire.decode_upload, good[:20], "truncated")
     _refused(wire.decode_upload, good + b"\0", "trailing")
     _refused(wire.decode_upload, b"XSUM" + good[4:], "magic")
-    _refused(wire.decode_upload, good[:4] + b"\x02" + good[5:], "version")
+    _refused(wire.decode_upload, good[:4] + b"\x01" + good[5:], "version")  # version 1 (no positional layout) is refused
     _refused(wire.decode_upload, good[:5] + b"\x02" + good[6:], "kind")
     _refused(spec(name="Other").decode_upload, good, "protocol")
     foreign = WireSpec("Toy", fingerprint({"toy": "other"}), 5, 3, 4, 100)

@@ -1,4 +1,7 @@
-"""The test vectors in tests/wire/vectors/: bytes reproduced by the client, read back by an independent reader."""
+"""The test vectors in tests/wire/vectors/: bytes reproduced by privsum's client and read back by privsum.
+
+`tests/wire/test_decoder_from_docs.py` reads the same vectors with a decoder written from the page.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from privsum.exceptions import InvalidParameterError
 from privsum.parties import Analyzer, Client, Deployment
+from privsum.wire import WireFormatError
 from tests.parties.protocols import NAMES
-from tests.wire import reference
 
 VECTORS = Path(__file__).parent / "vectors"
 
@@ -23,29 +27,62 @@ def test_every_carried_protocol_has_a_vector():
     assert sorted(path.stem for path in VECTORS.glob("*.json")) == sorted(NAMES)
 
 
+def view(deployment, fields):
+    instances, indices = deployment.spec.split(fields)
+    return {"instances": instances.tolist(), "values": deployment.values_of(indices).tolist()}
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_vector(name):
     vector = load(name)
     deployment = Deployment.from_file_dict(vector["protocol_file"])  # no re-calibration: the stored parameters
     assert deployment.canonical_bytes.decode("ascii") == vector["canonical_encoding"]
-    assert reference.sha256_hex(vector["canonical_encoding"]) == vector["fingerprint"] == deployment.fingerprint.hex()
+    assert deployment.fingerprint.hex() == vector["fingerprint"]
+    spec = deployment.spec
+    assert vector["field_bits"] == {"tag": spec.tag_bits, "value": spec.value_bits, "width": spec.field_bits}
     upload = bytes.fromhex(vector["upload_hex"])
     assert Client(deployment, rng=vector["seed"]).encode(np.asarray(vector["input"])) == upload
-    alphabet = vector["alphabet"]
-    for data, kind in ((upload, 1), (bytes.fromhex(vector["batch_hex"]), 2)):
-        parsed = reference.read(data, vector["n_instances"], alphabet["size"])
-        assert (parsed["kind"], parsed["fingerprint"]) == (kind, vector["fingerprint"])
-        assert parsed["name"] == vector["protocol_file"]["protocol"] == deployment.wire_name
-        values = [alphabet["values"][i] if alphabet["values"] else alphabet["first"] + i for i in parsed["indices"]]
-        assert parsed["instances"] == vector["decoded"]["instances"] and values == vector["decoded"]["values"]
-    assert len(upload) <= 64 + -(-len(vector["decoded"]["values"]) * sum(vector["field_bits"].values()) // 8)
+    assert view(deployment, spec.decode_upload(upload)) == vector["decoded"]
+    batch = bytes.fromhex(vector["batch"]["hex"])
+    decoded = spec.decode_batch(batch)
+    assert (decoded.batch_id.hex(), decoded.n_senders) == (vector["batch"]["batch_id_hex"], vector["batch"]["n_senders"])
+    assert view(deployment, decoded.fields) == vector["batch"]["decoded"]
     analyzer = Analyzer(deployment)
-    analyzer.absorb(bytes.fromhex(vector["batch_hex"]))
-    assert analyzer.n_participants == 1 and analyzer.view.total_messages == len(vector["decoded"]["values"])
+    analyzer.absorb(batch)
+    assert analyzer.n_participants == 2 and analyzer.view.total_messages == len(vector["batch"]["decoded"]["values"])
 
 
-def test_the_wire_format_page_shows_the_rr_vector():
+def test_positional_uploads_are_the_protocols_bits_per_user_and_a_header():
+    """Issue 28 item 3: the Skellam vector sum's upload is `bits_per_user`, rounded up to bytes, and its header."""
+    vector = load("SkellamVectorSum")
+    deployment = Deployment.from_file_dict(vector["protocol_file"])
+    assert deployment.positional and vector["protocol_file"]["layout"] == "positional"
+    upload = bytes.fromhex(vector["upload_hex"])
+    content = -(-deployment.protocol.bits_per_user() // 8)
+    assert len(upload) == deployment.spec.upload_header_bytes + content
+    assert deployment.spec.upload_header_bytes <= 64
+
+
+def test_version_1_vectors_are_refused():
+    """The format version is in every header and in the fingerprinted description: old bytes never count."""
+    vector = load("RRBitSum")
+    deployment = Deployment.from_file_dict(vector["protocol_file"])
+    old = bytearray(bytes.fromhex(vector["batch"]["hex"]))
+    old[4] = 1
+    with pytest.raises(WireFormatError, match="version"):
+        Analyzer(deployment).absorb(bytes(old))
+    with pytest.raises(InvalidParameterError, match="version"):
+        Deployment.from_file_dict(vector["protocol_file"] | {"version": 1})
+
+
+def test_the_wire_format_page_shows_the_vectors_it_quotes():
     page = (Path(__file__).parents[2] / "docs" / "wire-format.md").read_text()
     vector = load("RRBitSum")
     for text in (vector["canonical_encoding"], vector["fingerprint"], vector["upload_hex"]):
         assert text in page
+    shares = load("SkellamVectorSum")
+    header = 2 * (43 + len("SkellamVectorSum"))
+    values = shares["decoded"]["values"][:4]
+    assert f"`{shares['upload_hex'][header : header + 14]}`" in page
+    assert f"`{', '.join(map(str, values))}`" in page
+    assert "".join(format(v, f"0{shares['field_bits']['value']}b") for v in values) in page

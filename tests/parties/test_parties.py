@@ -189,3 +189,31 @@ def test_default_randomness_is_the_secure_stream():
     assert type(client._generator.bit_generator).__name__ == "ChaCha"
     assert type(shuffler._generator.bit_generator).__name__ == "ChaCha"
     assert isinstance(Analyzer(deployment).view, MessageHistogram)
+
+
+def test_positional_shuffler_permutes_each_coordinate_uniformly_and_independently():
+    """Skellam shares (positional): which sender's share comes first in coordinates 0 and 1 is uniform on 3 x 3 pairs (alpha = 1e-6)."""
+    proto = protocol("SkellamVectorSum", 100)
+    deployment = Deployment(proto, min_senders=3)
+    spec = deployment.spec
+    assert deployment.positional and spec.field_bits == spec.value_bits
+    instances = spec.positional_instances(1)
+    uploads = [spec.encode_upload(spec.fields(instances, np.full(instances.size, sender))) for sender in range(3)]
+    shuffler, firsts = Shuffler(deployment, rng=5), []
+    for repeat in range(1800):
+        for sender, upload in enumerate(uploads):
+            shuffler.submit((repeat, sender), upload)
+        batch = spec.decode_batch(shuffler.release())
+        rows = spec.split(batch.fields)[1].reshape(spec.n_instances, -1)
+        assert np.array_equal(np.sort(rows, axis=1), np.repeat(np.arange(3), spec.positional)[None, :].repeat(4, axis=0))
+        firsts.append(3 * rows[0, 0] + rows[1, 0])
+    assert_matches_pmf(np.asarray(firsts), np.arange(9), np.full(9, 1 / 9))
+
+
+def test_users_without_messages_upload_a_header_alone():
+    """A random-count protocol may draw no message for a user: the upload is the header and m = 0."""
+    proto = ThreeNBBitSum(n_users=10, noise_ratio=1e-12, flooding_shape=0.0, flooding_ratio=0.0, delta=0.5)
+    deployment = Deployment(proto, n_instances=2)
+    uploads = Client(deployment, rng=0).encode_many(np.zeros((3, 2), dtype=int))
+    assert all(len(upload) == deployment.spec.upload_header_bytes for upload in uploads)
+    assert all(deployment.spec.decode_upload(upload).size == 0 for upload in uploads)

@@ -7,13 +7,28 @@ returns the estimate with the guarantee for the participants it received. The pa
 once for all protocols: a protocol states what they need (`~privsum.shuffle.ShuffleProtocol`'s
 ``public_parameters``, ``wire_instances``, ``sender_cap``, ``encode_users``); `protocol_classes`
 lists those carried (the bit sums, the real and vector sums, the one-round clipped sums (scalar, vector,
-sparse) and the shuffled KDE over bit sums). The byte format is
+sparse), the shuffled KDE over bit sums and over a shuffled vector sum (`VectorSumKDEProtocol`), and
+the classifier's label round (`LabelRound`); `ClassifierRounds` runs the classifier's training as
+a label round and one KDE round per class). The byte format is
 `privsum.wire` (``docs/wire-format.md``); the HTTP services are `privsum.serve`.
 """
 
 from privsum.parties.analyzer import Analyzer
+from privsum.parties.classifier import ClassifierRounds, LabelRound
 from privsum.parties.client import Client
 from privsum.parties.deployment import DEFAULT_EXCEED_PROBABILITY, Deployment, protocol_classes, register_protocol
+from privsum.parties.kde_vector import VectorSumKDEProtocol
 from privsum.parties.shuffler import Shuffler
 
-__all__ = ["DEFAULT_EXCEED_PROBABILITY", "Analyzer", "Client", "Deployment", "Shuffler", "protocol_classes", "register_protocol"]
+__all__ = [
+    "DEFAULT_EXCEED_PROBABILITY",
+    "Analyzer",
+    "ClassifierRounds",
+    "Client",
+    "Deployment",
+    "LabelRound",
+    "Shuffler",
+    "VectorSumKDEProtocol",
+    "protocol_classes",
+    "register_protocol",
+]

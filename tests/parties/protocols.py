@@ -8,6 +8,7 @@ from privsum.bitsum import LocalRRBitSum, PureBitSum, RRBitSum, ThreeNBBitSum
 from privsum.clipping import ClippedSum, ClippedVectorSum, SparseVectorAggregation
 from privsum.kde import ShuffledKDE
 from privsum.lsq import RandomFourierFeatures
+from privsum.parties import LabelRound, VectorSumKDEProtocol
 from privsum.sums import BlanketRealSum, CorrelatedNoiseSum, MultiMessageSum, ShuffledVectorSum, SkellamVectorSum
 
 
@@ -29,15 +30,20 @@ def protocol(name: str, n_users: int):
         "ClippedSum": lambda: ClippedSum.from_privacy(**privacy, delta=1e-6, domain=2**5),
         "ClippedVectorSum": lambda: ClippedVectorSum.from_privacy(**privacy, delta=1e-6, dimension=4, radius=1.0),
         "SparseVectorAggregation": lambda: SparseVectorAggregation.from_privacy(**privacy, delta=1e-6, dimension=4),
+        "VectorSumKDEProtocol": lambda: VectorSumKDEProtocol.from_privacy(
+            family=RandomFourierFeatures(dimension=2, n_repetitions=2, seed=1), protocol=SkellamVectorSum,
+            epsilon=1.0, delta=1e-6, n_users=n_users),
+        "LabelRound": lambda: LabelRound(n_users=n_users, n_classes=3, label_epsilon=1.0),
     }
     return builders[name]()
 
 
 NAMES = ("RRBitSum", "LocalRRBitSum", "ThreeNBBitSum", "PureBitSum", "BlanketRealSum", "CorrelatedNoiseSum",
          "MultiMessageSum", "ShuffledVectorSum", "SkellamVectorSum", "ShuffledKDE",
-         "ClippedSum", "ClippedVectorSum", "SparseVectorAggregation")
+         "ClippedSum", "ClippedVectorSum", "SparseVectorAggregation", "VectorSumKDEProtocol", "LabelRound")
 VECTOR_SUMS = ("ShuffledVectorSum", "SkellamVectorSum", "ClippedVectorSum", "SparseVectorAggregation")
-FIXED_INSTANCES = (*VECTOR_SUMS, "ShuffledKDE", "ClippedSum")
+KDES = ("ShuffledKDE", "VectorSumKDEProtocol")
+FIXED_INSTANCES = (*VECTOR_SUMS, *KDES, "ClippedSum", "LabelRound")
 
 
 def inputs(name: str, n_users: int, n_instances: int, rng: np.random.Generator) -> np.ndarray:
@@ -48,8 +54,10 @@ def inputs(name: str, n_users: int, n_instances: int, rng: np.random.Generator) 
         return rng.random((n_users, 4)) / 4
     if name == "ClippedSum":
         return rng.integers(0, 20, (n_users, 1))
-    if name == "ShuffledKDE":
+    if name in KDES:
         return rng.normal(size=(n_users, 2)) * 0.5
+    if name == "LabelRound":
+        return rng.integers(0, 3, (n_users, 1))
     if name in ("CorrelatedNoiseSum", "MultiMessageSum"):
         return rng.integers(0, 2, (n_users, n_instances))
     if name == "BlanketRealSum":

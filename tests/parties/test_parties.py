@@ -14,7 +14,7 @@ from privsum.parties import Analyzer, Client, Deployment, Shuffler
 from privsum.shuffle import MessageHistogram
 from privsum.testing.stats import assert_matches_pmf, assert_same_distribution
 from privsum.wire import WireFormatError
-from tests.parties.protocols import NAMES, inputs, n_instances, protocol
+from tests.parties.protocols import KDES, NAMES, inputs, n_instances, protocol
 
 
 def party_run(deployment, x, *, seed=0, batches=1):
@@ -37,10 +37,13 @@ def test_every_protocol_round_trips_through_the_parties(name):
     analyzer = party_run(deployment, x, batches=3)
     assert analyzer.n_participants == 60 and analyzer.n_batches == 3
     estimate = analyzer.estimate()
-    if name == "ShuffledKDE":
+    if name in KDES:
         estimate = estimate(np.zeros((1, 2)))
         x = np.zeros((1, 1))
-    assert np.shape(estimate) == np.shape(np.asarray(x).sum(axis=0))
+    if name == "LabelRound":  # the reported class counts
+        assert estimate.shape == (3,) and estimate.sum() == 60
+    else:
+        assert np.shape(estimate) == np.shape(np.asarray(x).sum(axis=0))
     expected = proto.guarantee_for_participants(20)  # three batches of 20: each user hides in its own batch
     assert analyzer.guarantee.epsilon == expected.epsilon and analyzer.guarantee.delta >= expected.delta
 
@@ -76,7 +79,7 @@ def test_party_view_has_the_distribution_of_the_in_process_view(name):
 @pytest.mark.parametrize(
     "name", ["ShuffledVectorSum", pytest.param("SkellamVectorSum", marks=pytest.mark.slow),
              "ShuffledKDE", "ClippedSum", pytest.param("ClippedVectorSum", marks=pytest.mark.slow),
-             "SparseVectorAggregation"]
+             "SparseVectorAggregation", "VectorSumKDEProtocol", "LabelRound"]
 )
 def test_party_estimates_match_run(name):
     """Repeated small runs: the first coordinate's estimate (the KDE at the origin), party path against `run` (alpha = 1e-6)."""
@@ -192,7 +195,7 @@ def test_default_randomness_is_the_secure_stream():
 
 
 def test_positional_shuffler_permutes_each_coordinate_uniformly_and_independently():
-    """Skellam shares (positional): which sender's share comes first in coordinates 0 and 1 is uniform on 3 x 3 pairs (alpha = 1e-6)."""
+    """Skellam shares (positional): whose share comes first in coordinates 0 and 1 is uniform on 3 x 3 pairs (alpha = 1e-6)."""
     proto = protocol("SkellamVectorSum", 100)
     deployment = Deployment(proto, min_senders=3)
     spec = deployment.spec

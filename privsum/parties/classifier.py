@@ -1,0 +1,224 @@
+"""The classifier's training as party rounds: the label round, then one shuffled KDE round per reported class.
+
+`~privsum.apps.ShuffledKDEClassifier.fit` with ``label_privacy="round"`` runs, in one process,
+m-ary randomized response on every label, publishes the reported class counts, and then one KDE
+per reported class over that class's users. `ClassifierRounds` runs the same protocol between
+parties: `LabelRound` is the label round as a deployable protocol (one message per user, its
+reported class), `ClassifierRounds.kde_deployments` derives each class round's deployment from
+the published counts (the calibration `fit` would use), and `ClassifierRounds.fitted` assembles
+the fitted classifier from the analyzers. Each user keeps its reported class (`reported_class` of
+its own label upload) and takes part in that class's round only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from privsum._random import RNGLike, as_generator
+from privsum._validation import check_array, check_epsilon, check_integer, invalid
+from privsum.accounting.events import PrivacyEvent
+from privsum.apps import classifier as classifier_module
+from privsum.apps.classifier import PROTOCOLS, VECTOR_PROTOCOLS, ShuffledKDEClassifier
+from privsum.apps.labels import label_event, randomize_labels
+from privsum.parties.analyzer import Analyzer
+from privsum.parties.deployment import Deployment
+from privsum.parties.kde_vector import VectorSumKDEProtocol
+from privsum.shuffle.histogram import MessageHistogram
+from privsum.shuffle.messages import MessageBatch
+from privsum.shuffle.protocol import ShuffleProtocol
+
+__all__ = ["ClassifierRounds", "LabelRound"]
+
+_MAX_CLASSES = 2**20
+
+
+@dataclass(frozen=True, kw_only=True)
+class LabelRound(ShuffleProtocol):
+    """The classifier's label round: each user sends its class index through m-ary randomized response.
+
+    Args:
+        n_users: users expected (the shuffler's default minimum batch).
+        n_classes: ``m >= 2``, the public label set's size.
+        label_epsilon: the round's epsilon (finite, positive).
+
+    Privacy:
+        ``label_epsilon``-local DP for each user's label, replace-one (the exact m-ary RR
+        profile, `privsum.apps.labels.label_event`): it holds whatever the number of participants
+        and needs no shuffling. The analyzer publishes the reported class counts.
+
+    Robustness:
+        One message per sender: ``k`` malicious senders move each published count by at most ``k``.
+
+    Examples:
+        >>> from privsum.parties import Client
+        >>> labels = LabelRound(n_users=10, n_classes=3, label_epsilon=1.0)
+        >>> deployment = Deployment(labels, n_instances=1)
+        >>> len(Client(deployment, rng=0).encode([2])) - deployment.spec.upload_header_bytes  # one 2-bit message
+        1
+    """
+
+    n_users: int
+    n_classes: int
+    label_epsilon: float
+    messages_per_instance: ClassVar[int | None] = 1
+
+    def __post_init__(self) -> None:
+        owner = "LabelRound"
+        check_integer(self.n_users, "n_users", owner, low=1)
+        check_integer(self.n_classes, "n_classes", owner, low=2, high=_MAX_CLASSES)
+        check_epsilon(self.label_epsilon, owner, "label_epsilon")
+
+    @property
+    def alphabet(self) -> tuple[int, ...]:
+        """The class indices ``0 .. m - 1``."""
+        return tuple(range(self.n_classes))
+
+    @property
+    def event(self) -> PrivacyEvent:
+        """The exact m-ary RR profile."""
+        return label_event(self.label_epsilon, self.n_classes)
+
+    @property
+    def expected_messages_per_user(self) -> float:
+        """One label message."""
+        return 1.0
+
+    @property
+    def largest_message_effect(self) -> float:
+        """One message moves one count by one."""
+        return 1.0
+
+    def wire_instances(self, n_instances: int | None = None) -> int:
+        """One instance (the labels are one m-ary report each)."""
+        if n_instances not in (None, 1):
+            raise invalid("n_instances", "LabelRound", "None or 1", n_instances)
+        return 1
+
+    def randomize(self, x: Any, *, rng: RNGLike = None) -> MessageBatch:
+        """Each user's reported class (``x``: class indices, one per user, or one per row)."""
+        labels = check_array(x, "x", "LabelRound", low=0, high=self.n_classes - 1, integer=True)
+        if not (labels.ndim == 1 or (labels.ndim == 2 and labels.shape[1] == 1)) or labels.shape[0] == 0:
+            raise invalid("x", "LabelRound", "one class index per user", f"shape {labels.shape}")
+        reported = randomize_labels(labels.reshape(-1), self.n_classes, self.label_epsilon, as_generator(rng, "LabelRound"))
+        return MessageBatch(np.zeros(reported.size, dtype=np.int64), reported, n_instances=1)
+
+    def analyze(self, view: MessageHistogram | MessageBatch) -> np.ndarray:
+        """The reported class counts, int64 of length ``m``."""
+        return self.view(view).counts[0].astype(np.int64)
+
+
+class ClassifierRounds:
+    """`~privsum.apps.ShuffledKDEClassifier` training between parties, round by round.
+
+    Args:
+        classifier: an unfitted classifier with ``label_privacy="round"``, the public label set
+            in ``classes`` and an integer ``random_state`` (the seed of the public LSQ family:
+            every party builds the same family from it).
+        n_users: the users expected in the label round.
+        n_features: the points' dimension.
+
+    Privacy:
+        The same rounds as `fit`: the label round (`LabelRound`), then each reported class's
+        KDE round over that class's users, calibrated as `fit` calibrates it for the published
+        count; the composed guarantee is `fit`'s (``fitted(...).accountant_``). A class round must
+        hold every user who reported the class (no dropouts), in one batch, so that the guarantee
+        `fit` reports is the one achieved.
+
+    Examples:
+        >>> model = ShuffledKDEClassifier(classes=[0, 1], protocol="rr", epsilon=4.0, n_repetitions=4, random_state=3)
+        >>> rounds = ClassifierRounds(model, n_users=200, n_features=2)
+        >>> rounds.label_deployment().wire_name
+        'LabelRound'
+    """
+
+    def __init__(self, classifier: ShuffledKDEClassifier, *, n_users: int, n_features: int) -> None:
+        owner = "ClassifierRounds"
+        if not isinstance(classifier, ShuffledKDEClassifier):
+            raise invalid("classifier", owner, "a ShuffledKDEClassifier", type(classifier).__name__)
+        if classifier.label_privacy != "round":
+            raise invalid("classifier", owner, 'label_privacy="round" (a label round, then class rounds)',
+                          classifier.label_privacy)
+        if classifier.classes is None:
+            raise invalid("classifier", owner, "the public label set in classes (not inferred from data)", None)
+        if not isinstance(classifier.random_state, (int, np.integer)) or isinstance(classifier.random_state, bool):
+            raise invalid("classifier", owner, "an integer random_state (the public family's seed)", classifier.random_state)
+        self.classifier = classifier
+        self.n_users = check_integer(n_users, "n_users", owner, low=1)
+        self.n_features = check_integer(n_features, "n_features", owner, low=1)
+        classifier._check_parameters()
+        self.classes = classifier._resolve_classes(np.asarray(classifier.classes))
+        classifier.classes_ = self.classes  # `_encode` reads it
+        self.label_epsilon, self.kde_epsilon = classifier._split_budget()
+        classifier.label_epsilon_, classifier.kde_epsilon_ = self.label_epsilon, self.kde_epsilon
+        seed = int(as_generator(classifier.random_state, owner).integers(2**62))  # as `fit` draws it first
+        self.family = classifier._build_family(self.n_features, seed)
+        classifier.family_ = self.family
+
+    # ----------------------------------------------------------------- the label round
+    def label_deployment(self) -> Deployment:
+        """The label round's deployment (a shuffler releases once ``n_users`` senders are held)."""
+        return Deployment(LabelRound(n_users=self.n_users, n_classes=len(self.classes), label_epsilon=self.label_epsilon),
+                          n_instances=1)
+
+    def class_indices(self, labels: Any) -> np.ndarray:
+        """Labels from the public set as class indices (what a label client encodes)."""
+        return self.classifier._encode(np.asarray(labels))
+
+    def reported_class(self, upload: bytes) -> int:
+        """The class a user reported, read from its own label upload (the user joins that class's round)."""
+        deployment = self.label_deployment()
+        return int(deployment.spec.split(deployment.spec.decode_upload(upload))[1][0])
+
+    # ----------------------------------------------------------------- the class rounds
+    def kde_deployments(self, class_counts: Sequence[int]) -> list[Deployment | None]:
+        """Each class round's deployment from the published counts (``None``: too few users, as in `fit`)."""
+        counts = self._counts(class_counts)
+        return [None if size < classifier_module._MIN_CLASS_USERS else Deployment(self._kde(size)) for size in counts]
+
+    def _kde(self, size: int) -> ShuffleProtocol:
+        model = self.classifier
+        if model.protocol in VECTOR_PROTOCOLS:
+            return VectorSumKDEProtocol.from_privacy(family=self.family, protocol=PROTOCOLS[model.protocol],
+                                                     **model._vector_budget(), n_users=size)
+        return model._calibrate(classifier_module._calibration_size(size))
+
+    def _counts(self, class_counts: Sequence[int]) -> np.ndarray:
+        counts = check_array(class_counts, "class_counts", "ClassifierRounds", ndim=1, low=0, integer=True)
+        if counts.size != len(self.classes):
+            raise invalid("class_counts", "ClassifierRounds", f"{len(self.classes)} counts", counts.size)
+        return counts.astype(np.int64)
+
+    def fitted(self, labels: Analyzer, classes: Sequence[Analyzer | None]) -> ShuffledKDEClassifier:
+        """The fitted classifier from the label round's analyzer and each class round's (``None`` where no round ran)."""
+        owner = "ClassifierRounds.fitted"
+        counts = self._counts(labels.estimate())
+        expected = self.kde_deployments(counts)
+        if len(classes) != len(expected):
+            raise invalid("classes", owner, f"{len(expected)} analyzers (one per class)", len(classes))
+        densities, protocols = [], []
+        for c, (analyzer, deployment) in enumerate(zip(classes, expected, strict=True)):
+            if deployment is None or analyzer is None:
+                if deployment is not None or analyzer is not None:
+                    raise invalid("classes", owner, f"a round for class {c} exactly when it has enough users", analyzer)
+                densities.append(None)
+                protocols.append(None)
+                continue
+            if analyzer.deployment.fingerprint != deployment.fingerprint:
+                raise invalid("classes", owner, f"class {c}'s analyzer of the deployment its count fixes", "another deployment")
+            if not (analyzer.n_batches == 1 and analyzer.n_participants == counts[c]):
+                raise invalid("classes", owner, f"class {c}'s round in one batch of its {counts[c]} reported users",
+                              f"{analyzer.n_batches} batches of {analyzer.n_participants} users")
+            densities.append(analyzer.estimate())
+            protocols.append(deployment.protocol)
+        model = self.classifier
+        model.n_features_in_ = self.n_features
+        model.n_training_users_ = labels.n_participants
+        model.class_counts_ = counts
+        model.densities_ = densities
+        model.protocols_ = protocols
+        model.accountant_ = model._account()
+        return model

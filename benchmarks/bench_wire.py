@@ -2,7 +2,10 @@
 
 Usage (from the repository root):
 
-    python benchmarks/bench_wire.py [--repeats 5] [--http-users 100000] [--skip-http]
+    python benchmarks/bench_wire.py [--repeats 5] [--http-users 100000] [--skip-http] [--json PATH]
+
+``--json PATH`` also writes every measurement (machine, load, command, medians, spreads, ratios)
+as JSON; ``scripts/wire_figures.py --write PATH`` renders it into docs/benchmarks.md.
 
 Prints the machine, the load average, the command and, for each target of issue 26, the
 measurement (median and spread of ``--repeats`` runs) and the ratio, measured in one run:
@@ -21,6 +24,8 @@ measurement (median and spread of ``--repeats`` runs) and the ratio, measured in
 from __future__ import annotations
 
 import argparse
+import datetime
+import json
 import os
 import platform
 import statistics
@@ -57,6 +62,11 @@ def spread(times: list[float]) -> str:
     return f"median {statistics.median(times):.4g} s (min {min(times):.4g}, max {max(times):.4g})"
 
 
+def summary(times: list[float]) -> dict[str, float]:
+    """Median and spread of a timing, for the JSON record."""
+    return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times), "runs": len(times)}
+
+
 def protocols(n_users: int) -> dict[str, tuple[Deployment, np.ndarray]]:
     rng = np.random.default_rng(0)
     bits = rng.integers(0, 2, (n_users, 768)).astype(np.int8)
@@ -72,8 +82,9 @@ def protocols(n_users: int) -> dict[str, tuple[Deployment, np.ndarray]]:
     }
 
 
-def bytes_per_user(cases: dict[str, tuple[Deployment, np.ndarray]]) -> None:
+def bytes_per_user(cases: dict[str, tuple[Deployment, np.ndarray]]) -> list[dict]:
     print("\n## Bytes per user (target: <= 1.1 x content + <= 64-byte header)")
+    rows = []
     for name, (deployment, inputs) in cases.items():
         uploads = Client(deployment, rng=1).encode_many(inputs)
         spec, protocol = deployment.spec, deployment.protocol
@@ -85,10 +96,15 @@ def bytes_per_user(cases: dict[str, tuple[Deployment, np.ndarray]]) -> None:
         ratio = float(np.mean((sizes - spec.upload_header_bytes) / content))
         print(f"{name}: header {spec.upload_header_bytes} B, mean upload {sizes.mean():,.1f} B, content "
               f"{content.mean():,.1f} B ({bits} bits/message), payload/content {ratio:.4f}")
+        rows.append({"case": name, "layout": spec.layout, "header_bytes": spec.upload_header_bytes,
+                     "mean_upload_bytes": float(sizes.mean()), "mean_content_bytes": float(content.mean()),
+                     "bits_per_message": bits, "wire_bits_per_message": spec.field_bits, "ratio": ratio})
+    return rows
 
 
-def absorb_rate(repeats: int, n_messages: int = 10**7) -> None:
+def absorb_rate(repeats: int, n_messages: int = 10**7) -> list[dict]:
     print(f"\n## Analyzer absorbing {n_messages:,} messages (target: >= 0.5 x machine limit)")
+    rows = []
     rng = np.random.default_rng(2)
     for n_instances, protocol in ((1, RRBitSum(n_users=10**7, flip_probability=0.1, delta=1e-6)),
                                   (768, RRBitSum(n_users=13_021, flip_probability=0.1, delta=1e-6)),
@@ -106,10 +122,15 @@ def absorb_rate(repeats: int, n_messages: int = 10**7) -> None:
         ratio = statistics.median(limit) / statistics.median(absorb)
         print(f"{type(protocol).__name__}, I = {n_instances} ({spec.field_bits}-bit fields, {len(batch):,} B): "
               f"absorb {spread(absorb)}; limit {spread(limit)}; absorb rate / limit = {ratio:.2f}")
+        rows.append({"case": f"{type(protocol).__name__}, I = {n_instances}", "messages": n_messages,
+                     "field_bits": spec.field_bits, "batch_bytes": len(batch), "absorb": summary(absorb),
+                     "limit": summary(limit), "ratio": ratio})
+    return rows
 
 
-def client_speed(cases: dict[str, tuple[Deployment, np.ndarray]], repeats: int) -> None:
+def client_speed(cases: dict[str, tuple[Deployment, np.ndarray]], repeats: int) -> list[dict]:
     print("\n## Clients encoding all users vs in-process randomize (target: <= 2 x)")
+    rows = []
     for name, (deployment, inputs) in cases.items():
         protocol = deployment.protocol
         client = Client(deployment, rng=3)
@@ -121,6 +142,9 @@ def client_speed(cases: dict[str, tuple[Deployment, np.ndarray]], repeats: int) 
         ratio = statistics.median(encode) / statistics.median(randomize)
         print(f"{name}, {inputs.shape[0]:,} users: clients {spread(encode)}; randomize {spread(randomize)}; "
               f"ratio {ratio:.2f}")
+        rows.append({"case": name, "users": int(inputs.shape[0]), "clients": summary(encode),
+                     "randomize": summary(randomize), "ratio": ratio})
+    return rows
 
 
 def party_path(deployment: Deployment, bits: np.ndarray, per_request: int) -> object:
@@ -134,7 +158,7 @@ def party_path(deployment: Deployment, bits: np.ndarray, per_request: int) -> ob
     return analyzer.estimate()
 
 
-def http_deployment(n_users: int, repeats: int) -> None:
+def http_deployment(n_users: int, repeats: int) -> list[dict]:
     from privsum.serve.local import local_deployment
     from privsum.serve.simulator import get_json, post, simulate_users
 
@@ -161,6 +185,18 @@ def http_deployment(n_users: int, repeats: int) -> None:
     ratio = statistics.median(http) / statistics.median(in_process)
     memory = ", ".join(f"{role} {peak / 2**20:.0f} MiB" for role, peak in peaks.items() if peak is not None)
     print(f"HTTP {spread(http)}; in-process party path {spread(in_process)}; ratio {ratio:.2f}; peak memory {memory}")
+    return [{"case": f"RR, I = 1, {n_users:,} users", "users": n_users, "http": summary(http),
+             "in_process": summary(in_process), "ratio": ratio,
+             "peak_memory_mib": {role: peak / 2**20 for role, peak in peaks.items() if peak is not None}}]
+
+
+def machine() -> str:
+    return (f"{platform.platform()}, {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+            f"Python {platform.python_version()}, numpy {np.__version__}")
+
+
+def load() -> list[float]:
+    return [round(v, 2) for v in os.getloadavg()]
 
 
 def main(argv: list[str]) -> int:
@@ -169,18 +205,24 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--users", type=int, default=2000, help="users for the bytes and client measurements")
     parser.add_argument("--http-users", type=int, default=100_000)
     parser.add_argument("--skip-http", action="store_true")
+    parser.add_argument("--json", type=Path, default=None, help="also write the measurements here (JSON)")
     args = parser.parse_args(argv)
-    print(f"machine: {platform.platform()}, {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-          f"Python {platform.python_version()}, numpy {np.__version__}")
-    print(f"load average at start: {tuple(round(v, 2) for v in os.getloadavg())}")
+    record = {"machine": machine(), "load_start": load(), "command": COMMAND,
+              "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+    print(f"machine: {record['machine']}")
+    print(f"load average at start: {tuple(record['load_start'])}")
     print(f"command: {COMMAND}")
     cases = protocols(args.users)
-    bytes_per_user(cases)
-    absorb_rate(args.repeats)
-    client_speed(cases, args.repeats)
-    if not args.skip_http:
-        http_deployment(args.http_users, max(1, args.repeats // 2))
-    print(f"\nload average at end: {tuple(round(v, 2) for v in os.getloadavg())}")
+    record["bytes_per_user"] = bytes_per_user(cases)
+    record["absorb"] = absorb_rate(args.repeats)
+    record["clients"] = client_speed(cases, args.repeats)
+    record["http"] = [] if args.skip_http else http_deployment(args.http_users, max(1, args.repeats // 2))
+    record["load_end"] = load()
+    print(f"\nload average at end: {tuple(record['load_end'])}")
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(record, indent=1) + "\n")
+        print(f"wrote {args.json}")
     return 0
 
 

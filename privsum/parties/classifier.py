@@ -92,6 +92,10 @@ class LabelRound(ShuffleProtocol):
         """One message moves one count by one."""
         return 1.0
 
+    def _message_cap(self, tail_probability: float) -> int:
+        """One label message per sender."""
+        return 1
+
     def wire_instances(self, n_instances: int | None = None) -> int:
         """One instance (the labels are one m-ary report each)."""
         if n_instances not in (None, 1):

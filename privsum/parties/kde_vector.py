@@ -21,7 +21,7 @@ from privsum.kde.function import KDEFunction
 from privsum.kde.vector import VectorSumKDE
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
-from privsum.shuffle.protocol import SenderCap, ShuffleProtocol
+from privsum.shuffle.protocol import DEFAULT_CAP_TAIL_PROBABILITY, SenderCap, ShuffleProtocol
 
 __all__ = ["VectorSumKDEProtocol"]
 
@@ -86,6 +86,10 @@ class VectorSumKDEProtocol(VectorSumKDE, ShuffleProtocol):
     def sender_cap(self, n_instances: int, exceed_probability: float) -> SenderCap:
         """The vector sum's cap."""
         return self.vector_sum.sender_cap(n_instances, exceed_probability)
+
+    def per_sender_message_cap(self, tail_probability: float = DEFAULT_CAP_TAIL_PROBABILITY) -> int:
+        """The vector sum's cap per coordinate."""
+        return self.vector_sum.per_sender_message_cap(tail_probability)
 
     def check_participants(self, n_participants: int) -> None:
         """The vector sum's check (e.g. the Skellam modulus refuses more than ``n_users``)."""

@@ -62,7 +62,7 @@ from privsum.lsq import (
     SignedRandomProjection,
 )
 from privsum.means import ClippedMean, ShuffledMean, ShuffledMeanVariance
-from privsum.parties import Analyzer, Client, Deployment, Shuffler
+from privsum.parties import Analyzer, ClassifierRounds, Client, Deployment, LabelRound, Shuffler, VectorSumKDEProtocol
 from privsum.shuffle import MessageBatch, MessageHistogram, PartialView, UserChunks
 from privsum.sketches import RACE, RACEClassifier, RACELinearRegression
 from privsum.sums import (
@@ -248,6 +248,13 @@ CONSTRUCTORS: dict[str, tuple[type, dict[str, Any]]] = {
     "Client": (Client, {"deployment": DEPLOYMENT, "rng": 0}),
     "Shuffler": (Shuffler, {"deployment": DEPLOYMENT, "rng": 0}),
     "Analyzer": (Analyzer, {"deployment": DEPLOYMENT}),
+    "LabelRound": (LabelRound, {"n_users": N, "n_classes": 3, "label_epsilon": 1.0}),
+    "VectorSumKDEProtocol": (VectorSumKDEProtocol, {
+        "family": RFF, "vector_sum": VectorSumKDEProtocol.from_privacy(
+            family=RFF, protocol=SkellamVectorSum, epsilon=1.0, delta=1e-6, n_users=N).vector_sum}),
+    "ClassifierRounds": (ClassifierRounds, {
+        "classifier": ShuffledKDEClassifier(classes=[0, 1], protocol="rr", n_repetitions=2, random_state=0),
+        "n_users": N, "n_features": 2}),
 }
 
 #: ``name: (class, valid from_privacy arguments)``.
@@ -306,6 +313,10 @@ FROM_PRIVACY_ARGUMENTS: dict[str, tuple[type, dict[str, Any]]] = {
     "ShuffledMean": (ShuffledMean, {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "low": 0.0, "high": 1.0}),
     "ShuffledMeanVariance": (ShuffledMeanVariance, {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "low": 0.0, "high": 1.0}),
     "ClippedMean": (ClippedMean, {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "low": 0.0, "upper": 100.0}),
+    "VectorSumKDEProtocol": (
+        VectorSumKDEProtocol,
+        {"family": RFF, "protocol": SkellamVectorSum, "epsilon": 1.0, "delta": 1e-6, "n_users": N},
+    ),
 }
 
 

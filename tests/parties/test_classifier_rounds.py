@@ -9,6 +9,7 @@ from privsum.apps import ShuffledKDEClassifier
 from privsum.exceptions import InvalidParameterError
 from privsum.parties import Analyzer, ClassifierRounds, Client, Shuffler
 from privsum.testing.stats import assert_same_distribution
+from privsum.wire import WireFormatError
 
 N_PER_CLASS = 60
 
@@ -88,3 +89,22 @@ def test_party_training_matches_fit_in_distribution():
     bins = np.quantile(np.concatenate([party[:, 1], direct[:, 1]]), np.linspace(0, 1, 9)[1:-1])
     assert np.std(party[:, 1]) > 0
     assert_same_distribution(np.digitize(party[:, 1], bins), np.digitize(direct[:, 1], bins))
+
+
+def test_label_round_manipulation_is_one_count_per_malicious_sender():
+    """k malicious senders, each with one well-formed label message: each published count moves by at most k (tight)."""
+    rounds = ClassifierRounds(model(3), n_users=20, n_features=2)
+    deployment = rounds.label_deployment()
+    protocol, spec = deployment.protocol, deployment.spec
+    assert protocol.manipulation_bound(5) == 5.0 and deployment.cap.total == 1
+    honest = [Client(deployment, rng=1).encode([0]) for _ in range(15)]
+    attack = [spec.encode_upload(spec.fields(np.zeros(1, dtype=np.int64), np.ones(1, dtype=np.int64)))] * 5
+    shuffler, analyzer = Shuffler(deployment, rng=2), Analyzer(deployment)
+    for sender, upload in enumerate(honest + attack):
+        shuffler.submit(sender, upload)
+    two = attack[0][:-5] + (2).to_bytes(4, "big") + attack[0][-1:]  # two 2-bit messages fit the same byte
+    with pytest.raises(WireFormatError, match="cap"):
+        shuffler.submit("greedy", two)
+    analyzer.absorb(shuffler.release())
+    honest_ones = sum(spec.split(spec.decode_upload(upload))[1][0] for upload in honest)
+    assert analyzer.estimate()[1] - honest_ones == 5  # the bound, reached

@@ -100,8 +100,7 @@ def _uploads(spec: Any, fields: np.ndarray, counts: np.ndarray, kept: np.ndarray
     ``ceil(m w / 8)`` bytes of its segment (the rest are the padding fields' zero bits).
     """
     width = spec.field_bits
-    prefix = spec.encode_upload(fields[:0])[:-4] if not spec.positional else spec.encode_upload(
-        spec.positional_instances(1) << spec.value_bits)[: spec.upload_header_bytes - 4]
+    prefix = spec.upload_header(0)[:-4]
     if spec.positional:  # every user's fields in instance order (`_positional_order`): the value indices alone
         return _equal_uploads(prefix, (fields & ((1 << spec.value_bits) - 1)).reshape(counts.size, -1)[kept], width)
     if np.all(counts == counts[0]):  # every upload the same size: one array of uploads, one bytes object

@@ -212,9 +212,13 @@ class WireSpec:
         count = int(fields.size)
         if count > self.max_upload_messages:
             raise invalid("fields", "WireSpec.encode_upload", f"at most {self.max_upload_messages} messages", count)
+        return self.upload_header(count) + pack_fields(self.wire_fields(fields, 1), self.field_bits)
+
+    def upload_header(self, count: int) -> bytes:
+        """The header of an upload of ``count`` messages (the payload follows it)."""
         prefix = bytearray(self._prefix)
         prefix[5] = UPLOAD
-        return bytes(prefix) + struct.pack(">I", count) + pack_fields(self.wire_fields(fields, 1), self.field_bits)
+        return bytes(prefix) + struct.pack(">I", count)
 
     def wire_fields(self, fields: np.ndarray, n_senders: int) -> np.ndarray:
         """What the payload holds of logical ``fields``: themselves (tagged), their value indices (positional).

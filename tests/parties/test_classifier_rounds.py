@@ -7,7 +7,7 @@ import pytest
 
 from privsum.apps import ShuffledKDEClassifier
 from privsum.exceptions import InvalidParameterError
-from privsum.parties import Analyzer, ClassifierRounds, Client, Shuffler
+from privsum.parties import Analyzer, ClassifierRounds, Client, Deployment, Shuffler
 from privsum.testing.stats import assert_same_distribution
 from privsum.wire import WireFormatError
 
@@ -108,3 +108,16 @@ def test_label_round_manipulation_is_one_count_per_malicious_sender():
     analyzer.absorb(shuffler.release())
     honest_ones = sum(spec.split(spec.decode_upload(upload))[1][0] for upload in honest)
     assert analyzer.estimate()[1] - honest_ones == 5  # the bound, reached
+
+
+@pytest.mark.slow
+def test_vector_sum_class_rounds_compose_as_fit_does():
+    """protocol="vector": each class round a positional Skellam KDE calibrated for its count; the total within epsilon."""
+    points, labels = data()
+    points = points / np.linalg.norm(points, axis=1, keepdims=True)  # the inner-product kernel's unit ball
+    options = {"protocol": "vector", "kernel": "ip", "n_repetitions": None, "accounting": "tight"}
+    fitted = party_fit(model(4, **options), points, labels, seed=3)
+    for protocol, count in zip(fitted.protocols_, fitted.class_counts_, strict=True):
+        assert type(protocol).__name__ == "VectorSumKDEProtocol" and protocol.n_users == count
+        assert Deployment(protocol).positional
+    assert fitted.label_epsilon_ < fitted.guarantees_["model"].epsilon <= fitted.epsilon + 1e-9

@@ -220,3 +220,14 @@ def test_users_without_messages_upload_a_header_alone():
     uploads = Client(deployment, rng=0).encode_many(np.zeros((3, 2), dtype=int))
     assert all(len(upload) == deployment.spec.upload_header_bytes for upload in uploads)
     assert all(deployment.spec.decode_upload(upload).size == 0 for upload in uploads)
+
+
+def test_a_kde_over_a_central_vector_sum_has_no_parties():
+    from privsum.lsq import RandomFourierFeatures
+    from privsum.parties import VectorSumKDEProtocol
+    from privsum.sums import CentralGaussianVectorSum
+
+    family = RandomFourierFeatures(dimension=2, n_repetitions=2, seed=1)
+    with pytest.raises(InvalidParameterError, match="shuffled vector sum"):
+        VectorSumKDEProtocol.from_privacy(family=family, protocol=CentralGaussianVectorSum, epsilon=1.0, delta=1e-6,
+                                          n_users=50)

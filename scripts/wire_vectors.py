@@ -5,8 +5,9 @@ fingerprint, the field widths, a seed, one user's input, the expected upload (he
 view, and a two-sender batch with a fixed id and its decoded view (docs/wire-format.md, "Test
 vectors"). ``python scripts/wire_vectors.py --write`` regenerates them
 (only when the format or a calibration changes on purpose), with the worked examples of
-docs/wire-format.md (a generated block); without ``--write`` it reports which differ. tests/wire/test_vectors.py checks them against privsum, tests/wire/test_decoder_from_docs.py
-with a decoder written from the page alone.
+docs/wire-format.md (a generated block); without ``--write`` it reports which differ.
+tests/wire/test_vectors.py checks them against privsum, tests/wire/test_decoder_from_docs.py with
+a decoder written from the page alone.
 """
 
 from __future__ import annotations
@@ -86,6 +87,10 @@ def worked_example(tagged: dict, positional: dict) -> str:
     header = 43 + len(file["protocol"])
     first = "".join(format(v, f"0{width}b") for v in shares[:4])
     payload_hex = positional["upload_hex"][2 * header : 2 * header + len(first) // 4]
+    reports, instances = ", ".join(map(str, upload["values"])), ", ".join(map(str, upload["instances"]))
+    listed, padding = "`, `".join(fields), len(packed) - len("".join(fields))
+    octets_hex = " ".join(f"{int(o, 2):02x}" for o in octets)
+    content = f"{count} × {width} = {count * width} bits = {-(-count * width // 8)} bytes"
     return f"""{BEGIN}
 **Tagged.** The RR test vector: 100 users, `flip_probability` from the calibration at epsilon 1,
 {tagged["protocol_file"]["n_instances"]} instances. Its protocol file's description has the canonical encoding and fingerprint
@@ -95,19 +100,19 @@ def worked_example(tagged: dict, positional: dict) -> str:
 {tagged["fingerprint"]}
 ```
 
-A user whose reports are `{", ".join(map(str, upload["values"]))}` in instances `{", ".join(map(str, upload["instances"]))}` uploads
+A user whose reports are `{reports}` in instances `{instances}` uploads
 
 ```text
 {tagged["upload_hex"]}
 ```
 
 that is `PSUM`, version `{VERSION:02x}`, kind `01`, name length `{len(name):02x}`, `{name}`, the fingerprint, `m = {len(fields)}`,
-then {len(fields)} fields of {bits["width"]} bits (`a = {bits["tag"]}` tag bits, `b = {bits["value"]}` value bits): `{"`, `".join(fields)}`,
-padded with {len(packed) - len("".join(fields))} zero bits to `{" ".join(octets)}` = `{" ".join(f"{int(o, 2):02x}" for o in octets)}`.
+then {len(fields)} fields of {bits["width"]} bits (`a = {bits["tag"]}` tag bits, `b = {bits["value"]}` value bits): `{listed}`,
+padded with {padding} zero bits to `{" ".join(octets)}` = `{octets_hex}`.
 
 **Positional.** The Skellam vector sum's test vector (`d = {file["n_instances"]}` coordinates, `c = n_shares = {per}`
 shares per coordinate modulo `q = {file["parameters"]["modulus"]}`, so `b = {width}`) uploads
-`m = {count}` = `0x{count:08x}` shares of {width} bits, no tag: {count} × {width} = {count * width} bits = {-(-count * width // 8)} bytes after a
+`m = {count}` = `0x{count:08x}` shares of {width} bits, no tag: {content} after a
 {header}-byte header, exactly the protocol's `bits_per_user`. Its first shares (instance 0) are
 `{", ".join(map(str, shares[:4]))}`, so the payload starts with the bits `{first}`
 (`{payload_hex}` in hexadecimal); shares {per} to {2 * per - 1} are instance 1's, and so on.

@@ -47,7 +47,9 @@ class Analyzer:
         # A `range` alphabet (shares modulo q) is never materialised: its view is sparse.
         self.dense = spec.countable and not isinstance(deployment.protocol.alphabet, range)
         self._counts = np.zeros((spec.n_instances, spec.alphabet_size), dtype=np.int64) if self.dense else None
-        self._sparse = None if self.dense else SparseMessageHistogram.zeros(spec.n_instances)
+        # The sparse view as sorted distinct logical fields (instance << value_bits | value index) and their counts.
+        self._fields = np.zeros(0, dtype=np.int64)
+        self._field_counts = np.zeros(0, dtype=np.int64)
         self._batch_ids: set[bytes] = set()
         self.n_participants = 0
         #: Senders of the smallest batch absorbed: each user is in one batch, so that crowd sets the guarantee.
@@ -74,11 +76,9 @@ class Analyzer:
         else:
             decoded = spec.decode_batch(batch)
             self._check_new(decoded.batch_id)
-            instances, indices = spec.split(decoded.fields)
-            values = self.deployment.values_of(indices)
-            ones = np.ones(values.size, dtype=np.int64)
-            self._sparse = self._sparse + SparseMessageHistogram.from_pairs(instances, values, ones, spec.n_instances)
-            batch_id, n_senders, messages = decoded.batch_id, decoded.n_senders, int(values.size)
+            self._fields, self._field_counts = _merged_counts(self._fields, self._field_counts,
+                                                              np.asarray(decoded.fields, dtype=np.int64))
+            batch_id, n_senders, messages = decoded.batch_id, decoded.n_senders, int(decoded.fields.size)
         self._batch_ids.add(batch_id)
         self.n_participants += n_senders
         self.smallest_batch = n_senders if self.smallest_batch is None else min(self.smallest_batch, n_senders)
@@ -96,7 +96,10 @@ class Analyzer:
         """The canonical analyzer view of everything absorbed."""
         if self._counts is not None:
             return MessageHistogram(self._counts.copy(), tuple(int(v) for v in self.deployment.protocol.alphabet))
-        return self._sparse  # type: ignore[return-value]
+        instances, indices = self.deployment.spec.split(self._fields)
+        # sorted by (instance, value index), and values grow with their index: sorted by (instance, value)
+        return SparseMessageHistogram(instances, self.deployment.values_of(indices), self._field_counts.copy(),
+                                      self.deployment.spec.n_instances)
 
     def _require_participants(self, owner: str) -> None:
         if self.n_participants < 1:
@@ -145,3 +148,24 @@ class Analyzer:
             return guarantee
         delta = min(guarantee.delta + extra, float(np.nextafter(1.0, 0.0)))
         return PrivacyGuarantee(guarantee.epsilon, delta, guarantee.neighbouring)
+
+
+def _merged_counts(fields: np.ndarray, counts: np.ndarray, new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct fields and their counts, after adding the (unsorted, repeated) ``new`` fields once each.
+
+    The logical field orders messages by instance, then value index: one sort of the new int64
+    keys, then a merge with the (already coalesced) earlier ones.
+    """
+    keys, added = _coalesced(np.sort(new), np.ones(new.size, dtype=np.int64))
+    if fields.size == 0:
+        return keys, added
+    order = np.argsort(np.concatenate([fields, keys]), kind="stable")
+    return _coalesced(np.concatenate([fields, keys])[order], np.concatenate([counts, added])[order])
+
+
+def _coalesced(keys: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted keys with repeats summed."""
+    if keys.size == 0:
+        return keys, weights
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    return keys[starts], np.add.reduceat(weights, starts)

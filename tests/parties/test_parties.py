@@ -231,3 +231,27 @@ def test_a_kde_over_a_central_vector_sum_has_no_parties():
     with pytest.raises(InvalidParameterError, match="shuffled vector sum"):
         VectorSumKDEProtocol.from_privacy(family=family, protocol=CentralGaussianVectorSum, epsilon=1.0, delta=1e-6,
                                           n_users=50)
+
+
+def test_sparse_view_of_several_batches_counts_every_message():
+    """Shares modulo q (a sparse view): the absorbed view equals the histogram of every message of every batch."""
+    from privsum.shuffle.sparse import SparseMessageHistogram
+
+    proto = protocol("SkellamVectorSum", 30)
+    deployment = Deployment(proto, min_senders=10)
+    client, shuffler, analyzer = Client(deployment, rng=0), Shuffler(deployment, rng=1), Analyzer(deployment)
+    assert not analyzer.dense
+    uploads = client.encode_many(inputs("SkellamVectorSum", 30, 4, np.random.default_rng(0)))
+    fields = []
+    for part in np.array_split(np.arange(30), 3):
+        for sender in part:
+            shuffler.submit(int(sender), uploads[sender])
+        batch = shuffler.release()
+        fields.append(deployment.spec.decode_batch(batch).fields)
+        analyzer.absorb(batch)
+    instances, indices = deployment.spec.split(np.concatenate(fields))
+    values = deployment.values_of(indices)
+    expected = SparseMessageHistogram.from_pairs(instances, values, np.ones(values.size, dtype=np.int64), 4)
+    view = analyzer.view
+    assert view == expected and view.total_messages == values.size == 30 * deployment.cap.total
+    assert view.counts.max() > 1  # repeated shares across batches were coalesced

@@ -27,7 +27,7 @@ from privsum._validation import (
     refusals_as,
 )
 from privsum.accounting.guarantee import PrivacyGuarantee, ThreatModel
-from privsum.apps._class_rounds import PROTOCOLS, VECTOR_PROTOCOLS, ClassKDERounds
+from privsum.apps._class_rounds import MIN_CLASS_USERS, PROTOCOLS, VECTOR_PROTOCOLS, ClassKDERounds, calibration_size
 from privsum.apps._densities import densities_at, probabilities_from_densities
 from privsum.apps._estimator import ClassifierBase, NotFittedError
 from privsum.apps._inputs import check_labels, check_points
@@ -35,7 +35,9 @@ from privsum.apps.decoding import DECODING_SCORES, decode_class, decode_classes
 from privsum.apps.labels import randomize_labels
 from privsum.exceptions import KernelScaleWarning, PrivacyLeakWarning
 from privsum.kde.calibration import calibration_option_names
+from privsum.kde.protocol import ShuffledKDE
 from privsum.kde.scale import warn_if_degenerate_scale
+from privsum.kde.vector import VectorSumKDE
 from privsum.lsq import IdentityFeatures, LSQFamily, RandomFourierFeatures, RandomSigns, SignedRandomProjection
 from privsum.shuffle.robustness import check_malicious
 
@@ -284,6 +286,16 @@ class ShuffledKDEClassifier(ClassKDERounds, ClassifierBase):
         if self.kernel == "ip":
             return RandomSigns(dimension=dimension, n_repetitions=repetitions, seed=seed)
         return SignedRandomProjection(dimension=dimension, n_repetitions=repetitions, n_bits=self.lsh_bits, seed=seed)
+
+    def _class_kde(self, size: int) -> ShuffledKDE | VectorSumKDE | None:
+        """The KDE `fit` runs for a class of ``size`` reported users (``None`` below the minimum); `privsum.parties` uses it."""
+        if size < MIN_CLASS_USERS:
+            return None
+        if self.protocol in VECTOR_PROTOCOLS:
+            return VectorSumKDE.from_privacy(
+                family=self.family_, protocol=PROTOCOLS[self.protocol], **self._vector_budget(), n_users=size
+            )
+        return self._calibrate(calibration_size(size))
 
     # ----- fitted behaviour ---------------------------------------------------------------
 

@@ -21,9 +21,9 @@ import numpy as np
 from privsum._random import RNGLike, as_generator
 from privsum._validation import check_array, check_epsilon, check_integer, invalid
 from privsum.accounting.events import PrivacyEvent
-from privsum.apps import classifier as classifier_module
-from privsum.apps.classifier import PROTOCOLS, VECTOR_PROTOCOLS, ShuffledKDEClassifier
+from privsum.apps.classifier import ShuffledKDEClassifier
 from privsum.apps.labels import label_event, randomize_labels
+from privsum.kde.vector import VectorSumKDE
 from privsum.parties.analyzer import Analyzer
 from privsum.parties.deployment import Deployment
 from privsum.parties.kde_vector import VectorSumKDEProtocol
@@ -180,15 +180,9 @@ class ClassifierRounds:
     # ----------------------------------------------------------------- the class rounds
     def kde_deployments(self, class_counts: Sequence[int]) -> list[Deployment | None]:
         """Each class round's deployment from the published counts (``None``: too few users, as in `fit`)."""
-        counts = self._counts(class_counts)
-        return [None if size < classifier_module._MIN_CLASS_USERS else Deployment(self._kde(size)) for size in counts]
-
-    def _kde(self, size: int) -> ShuffleProtocol:
-        model = self.classifier
-        if model.protocol in VECTOR_PROTOCOLS:
-            return VectorSumKDEProtocol.from_privacy(family=self.family, protocol=PROTOCOLS[model.protocol],
-                                                     **model._vector_budget(), n_users=size)
-        return model._calibrate(classifier_module._calibration_size(size))
+        kdes = [self.classifier._class_kde(int(size)) for size in self._counts(class_counts)]
+        return [None if kde is None else Deployment(VectorSumKDEProtocol.of(kde) if isinstance(kde, VectorSumKDE) else kde)
+                for kde in kdes]
 
     def _counts(self, class_counts: Sequence[int]) -> np.ndarray:
         counts = check_array(class_counts, "class_counts", "ClassifierRounds", ndim=1, low=0, integer=True)

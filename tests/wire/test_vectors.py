@@ -83,6 +83,6 @@ def test_the_wire_format_page_shows_the_vectors_it_quotes():
     shares = load("SkellamVectorSum")
     header = 2 * (43 + len("SkellamVectorSum"))
     values = shares["decoded"]["values"][:4]
-    assert f"`{shares['upload_hex'][header : header + 14]}`" in page
+    assert f"`{shares['upload_hex'][header : header + shares['field_bits']['value']]}`" in page
     assert f"`{', '.join(map(str, values))}`" in page
     assert "".join(format(v, f"0{shares['field_bits']['value']}b") for v in values) in page

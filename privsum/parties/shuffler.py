@@ -64,6 +64,11 @@ class Shuffler:
         return len(self._senders)
 
     @property
+    def n_messages(self) -> int:
+        """Messages held for the next batch."""
+        return self._held
+
+    @property
     def ready(self) -> bool:
         """Whether at least ``min_senders`` senders are held."""
         return self.n_senders >= self.deployment.min_senders

@@ -3,13 +3,15 @@
 Shuffler: ``POST /uploads`` (a body of records, `privsum.serve.records`), ``POST /release``
 (release a batch: returned as ``application/octet-stream`` and, with an analyzer URL, forwarded
 to it), ``GET /status``, ``GET /protocol`` (the protocol file). Analyzer: ``POST /batches`` (one
-batch), ``GET /estimate``, ``GET /status``, ``GET /protocol``. Every body is read with a size
-limit before it is parsed; every refusal is a ``400`` with the error text.
+batch), ``GET /estimate``, ``GET /status``, ``GET /protocol``. Every body is read within the
+service's `ServiceLimits` before it is parsed; every refusal is a 4xx answer whose text names the
+parameter, the constraint and the value, and leaves the service's state unchanged.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import urllib.request
 from typing import Any
 
@@ -17,6 +19,7 @@ import numpy as np
 
 try:  # privsum[serve]; without it this module imports (for docs and API checks) but builds no app
     from starlette.applications import Starlette
+    from starlette.concurrency import run_in_threadpool
     from starlette.requests import Request
     from starlette.responses import JSONResponse, PlainTextResponse, Response
     from starlette.routing import Route
@@ -25,34 +28,23 @@ except ModuleNotFoundError as error:  # pragma: no cover - exercised only withou
 else:
     _STARLETTE_MISSING = None
 
+from privsum._validation import invalid
 from privsum.exceptions import InvalidParameterError
 from privsum.parties import Analyzer, Deployment, Shuffler
+from privsum.serve.limits import OCTET_STREAM, RequestRefusedError, ServiceLimits, read_body
 from privsum.serve.records import unpack_records
 
 __all__ = ["analyzer_app", "shuffler_app"]
 
-
-class _BodyTooLargeError(Exception):
-    pass
-
-
-async def _read_body(request: Request, limit: int) -> bytes:
-    """The request body, refused as soon as it passes ``limit`` bytes (declared or streamed)."""
-    declared = request.headers.get("content-length")
-    if declared is not None and (not declared.isdigit() or int(declared) > limit):
-        raise _BodyTooLargeError(f"body of {declared} bytes over the limit of {limit}")
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _BodyTooLargeError(f"body over the limit of {limit} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
+#: Refusals listed in an ``/uploads`` answer (the rest are only counted).
+MAX_LISTED_REFUSALS = 10
+_CLOSE_AFTER = (408, 413, 415)  # refused before the body was read whole: the connection is not reused
 
 
-def _refusal(error: Exception) -> PlainTextResponse:
-    status = 413 if isinstance(error, _BodyTooLargeError) else 400
-    return PlainTextResponse(str(error), status_code=status)
+def _refusal(error: Exception, status: int = 400) -> PlainTextResponse:
+    status = error.status if isinstance(error, RequestRefusedError) else status
+    headers = {"Connection": "close"} if status in _CLOSE_AFTER else None
+    return PlainTextResponse(str(error), status_code=status, headers=headers)
 
 
 def _status(deployment: Deployment, **extra: Any) -> dict[str, Any]:
@@ -65,25 +57,79 @@ def _require_starlette() -> None:
         raise ImportError("the HTTP services need the optional extra: pip install 'privsum[serve]'") from _STARLETTE_MISSING
 
 
-def shuffler_app(deployment: Deployment, *, analyzer_url: str | None = None, max_body_bytes: int = 64 << 20) -> Starlette:
-    """The shuffler service of ``deployment``; ``analyzer_url`` (e.g. ``http://127.0.0.1:8001``) receives each batch."""
-    _require_starlette()
-    shuffler = Shuffler(deployment)
-    max_upload = deployment.spec.upload_header_bytes + (deployment.cap.total * deployment.spec.field_bits + 7) // 8
+def _check_limits(limits: ServiceLimits | None, default: ServiceLimits, owner: str) -> ServiceLimits:
+    if limits is None:
+        return default
+    if not isinstance(limits, ServiceLimits):
+        raise invalid("limits", owner, "a ServiceLimits", type(limits).__name__)
+    return limits
 
-    async def uploads(request: Request) -> Response:
+
+class _UploadDesk:
+    """The shuffler behind ``POST /uploads``: admits each record within the limits, then submits it."""
+
+    OWNER = "POST /uploads"
+
+    def __init__(self, deployment: Deployment, limits: ServiceLimits) -> None:
+        self.shuffler, self.limits = Shuffler(deployment), limits
+        self.max_upload = deployment.spec.upload_header_bytes + (deployment.cap.total * deployment.spec.field_bits + 7) // 8
+        self.identities = 0  # senders accepted in this collection (held, or released and kept to refuse again)
+
+    def submit(self, sender: str, upload: bytes) -> None:
+        limits, cap = self.limits, self.shuffler.deployment.cap.total
+        if self.identities >= limits.max_senders:
+            raise invalid("sender", self.OWNER, f"one of at most {limits.max_senders} senders of this collection "
+                          "(max_senders: the shuffler is full)", sender)
+        if self.shuffler.n_messages + cap > limits.max_messages:
+            raise invalid("upload", self.OWNER, f"room for {cap} more messages within max_messages={limits.max_messages} "
+                          "held (release a batch first)", f"{self.shuffler.n_messages} held")
+        self.shuffler.submit(sender, upload)
+        self.identities += 1
+
+    async def handle(self, request: Request) -> Response:
         try:
-            records = unpack_records(await _read_body(request, max_body_bytes), max_upload_bytes=max_upload)
-        except (InvalidParameterError, _BodyTooLargeError) as error:
+            body = await read_body(request, self.limits, self.OWNER)
+            if not body:
+                raise invalid("body", self.OWNER, "at least one record", "0 bytes")
+            records = unpack_records(body, max_upload_bytes=self.max_upload, max_records=self.limits.max_records)
+        except (InvalidParameterError, RequestRefusedError) as error:
             return _refusal(error)
-        refused = []
+        del body
+        refused, n_refused = [], 0
         for index, (sender, upload) in enumerate(records):
             try:
-                shuffler.submit(sender, upload)
+                self.submit(sender, upload)
             except InvalidParameterError as error:
-                refused.append({"index": index, "error": str(error)})
-        return JSONResponse({"accepted": len(records) - len(refused), "refused": refused[:10],
-                             "n_refused": len(refused), "senders": shuffler.n_senders})
+                n_refused += 1
+                if len(refused) < MAX_LISTED_REFUSALS:
+                    refused.append({"index": index, "error": str(error)})
+        return JSONResponse({"accepted": len(records) - n_refused, "refused": refused, "n_refused": n_refused,
+                             "senders": self.shuffler.n_senders})
+
+
+def _forward(analyzer_url: str, batch: bytes) -> None:
+    """POST ``batch`` to the analyzer (run in a worker thread: the event loop keeps serving)."""
+    forward = urllib.request.Request(analyzer_url.rstrip("/") + "/batches", data=batch, method="POST",
+                                     headers={"Content-Type": OCTET_STREAM})
+    with urllib.request.urlopen(forward, timeout=60) as answer:  # the operator's own URL
+        answer.read()
+
+
+def _header_text(text: str) -> str:
+    """``text`` as a safe HTTP header value: printable ASCII, at most 200 characters."""
+    return "".join(c if " " <= c <= "~" else "?" for c in text[:200])
+
+
+def shuffler_app(deployment: Deployment, *, analyzer_url: str | None = None,
+                 limits: ServiceLimits | None = None) -> Starlette:
+    """The shuffler service of ``deployment``; ``analyzer_url`` (e.g. ``http://127.0.0.1:8001``) receives each batch.
+
+    ``limits`` (default `ServiceLimits()`) bound request bodies, their time, records per request,
+    and the senders and messages held (see `privsum.serve.limits`).
+    """
+    _require_starlette()
+    desk = _UploadDesk(deployment, _check_limits(limits, ServiceLimits(), "shuffler_app"))
+    shuffler = desk.shuffler
 
     async def release(request: Request) -> Response:
         try:
@@ -91,46 +137,61 @@ def shuffler_app(deployment: Deployment, *, analyzer_url: str | None = None, max
         except InvalidParameterError as error:
             return _refusal(error)
         if analyzer_url is not None:
-            forward = urllib.request.Request(analyzer_url.rstrip("/") + "/batches", data=batch, method="POST",
-                                             headers={"Content-Type": "application/octet-stream"})
             try:
-                with urllib.request.urlopen(forward, timeout=60) as answer:  # the operator's own URL
-                    answer.read()
+                await run_in_threadpool(_forward, analyzer_url, batch)
             except OSError as error:  # (URLError is one) the batch is in the body: the operator posts it again
-                return Response(batch, status_code=502, media_type="application/octet-stream",
-                                headers={"X-Privsum-Forward-Error": str(error)[:200].encode("ascii", "replace").decode()})
-        return Response(batch, media_type="application/octet-stream")
+                return Response(batch, status_code=502, media_type=OCTET_STREAM,
+                                headers={"X-Privsum-Forward-Error": _header_text(str(error))})
+        return Response(batch, media_type=OCTET_STREAM)
 
     async def status(request: Request) -> Response:
-        return JSONResponse(_status(deployment, senders=shuffler.n_senders, ready=shuffler.ready))
+        return JSONResponse(_status(deployment, senders=shuffler.n_senders, ready=shuffler.ready,
+                                    messages=shuffler.n_messages, identities=desk.identities))
 
     async def protocol(request: Request) -> Response:
         return JSONResponse(deployment.to_file_dict())
 
     return Starlette(routes=[
-        Route("/uploads", uploads, methods=["POST"]),
+        Route("/uploads", desk.handle, methods=["POST"]),
         Route("/release", release, methods=["POST"]),
         Route("/status", status, methods=["GET"]),
         Route("/protocol", protocol, methods=["GET"]),
     ])
 
 
-def analyzer_app(deployment: Deployment, *, max_body_bytes: int = 1 << 30) -> Starlette:
-    """The analyzer service of ``deployment``."""
+def _json_number(value: float) -> float | str:
+    """A float for JSON: finite as it is, otherwise its name (``"inf"``, ``"nan"``), which JSON has no number for."""
+    value = float(value)
+    return value if math.isfinite(value) else str(value)
+
+
+def _json_array(value: Any) -> Any:
+    """An array of numbers as nested lists for JSON (non-finite entries named, as `_json_number`)."""
+    numbers = np.asarray(value, dtype=float)
+    if np.isfinite(numbers).all():
+        return numbers.tolist()
+    named = numbers.astype(object)
+    named[~np.isfinite(numbers)] = [str(x) for x in numbers[~np.isfinite(numbers)]]
+    return named.tolist()
+
+
+def analyzer_app(deployment: Deployment, *, limits: ServiceLimits | None = None) -> Starlette:
+    """The analyzer service of ``deployment`` (``limits`` default: `ServiceLimits.analyzer()`)."""
     _require_starlette()
+    limits = _check_limits(limits, ServiceLimits.analyzer(), "analyzer_app")
     analyzer = Analyzer(deployment)
 
     async def batches(request: Request) -> Response:
         try:
-            messages = analyzer.absorb(await _read_body(request, max_body_bytes))
-        except (InvalidParameterError, _BodyTooLargeError) as error:
+            messages = analyzer.absorb(await read_body(request, limits, "POST /batches"))
+        except (InvalidParameterError, RequestRefusedError) as error:
             return _refusal(error)
         return JSONResponse({"messages": messages, "participants": analyzer.n_participants, "batches": analyzer.n_batches})
 
     async def estimate(request: Request) -> Response:
         try:
             value, guarantee = analyzer.estimate(), analyzer.guarantee
-            numbers = np.asarray(value, dtype=float).tolist()
+            numbers = _json_array(value)
         except InvalidParameterError as error:
             return _refusal(error)
         except (TypeError, ValueError):  # a released function (the KDE): use privsum.parties.Analyzer in process
@@ -140,7 +201,7 @@ def analyzer_app(deployment: Deployment, *, max_body_bytes: int = 1 << 30) -> St
             "participants": analyzer.n_participants,
             "batches": analyzer.n_batches,
             "guarantee_crowd": analyzer.guarantee_crowd,
-            "guarantee": {"epsilon": guarantee.epsilon, "delta": guarantee.delta,
+            "guarantee": {"epsilon": _json_number(guarantee.epsilon), "delta": _json_number(guarantee.delta),
                           "neighbouring": str(getattr(guarantee.neighbouring, "value", guarantee.neighbouring))},
         })
 
@@ -156,4 +217,3 @@ def analyzer_app(deployment: Deployment, *, max_body_bytes: int = 1 << 30) -> St
         Route("/status", status, methods=["GET"]),
         Route("/protocol", protocol, methods=["GET"]),
     ])
-

@@ -2,6 +2,9 @@
 
 * ``shuffler --protocol-file F [--host H] [--port P] [--analyzer-url URL]``: the shuffler service.
 * ``analyzer --protocol-file F [--host H] [--port P]``: the analyzer service.
+  Both take the limits of `privsum.serve.limits.ServiceLimits` as options (``--max-body-bytes``,
+  ``--body-timeout``, ``--head-timeout``, ``--max-connections``, ``--keep-alive``; the shuffler also ``--max-records``,
+  ``--max-senders``, ``--max-messages``).
 * ``simulate --shuffler-url URL --users N [--ones K] [--release] [--analyzer-url URL]``: N simulated
   users send their uploads (the first K hold 1 in every instance); ``--release`` then asks the
   shuffler to release, and ``--analyzer-url`` prints the analyzer's estimate and guarantee.
@@ -23,6 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from privsum.serve.limits import ServiceLimits
+
 __all__ = ["ANALYZER", "COMMANDS", "PROTOCOL_FILE", "SHUFFLER", "SIMULATE", "Command", "main"]
 
 COMMANDS = ("shuffler", "analyzer", "simulate", "protocol-file")
@@ -42,9 +47,22 @@ def _service_arguments(role: str) -> Callable[[argparse.ArgumentParser], None]:
         service.add_argument("--protocol-file", required=True, help="the deployment's protocol file (JSON)")
         service.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
         service.add_argument("--port", type=int, default=0, help="port (default 0: a free port)")
-        service.add_argument("--max-body-bytes", type=int, default=None, help="largest request body accepted")
+        service.add_argument("--max-body-bytes", type=int, default=None,
+                             help="largest request body accepted (default 64 MiB shuffler, 1 GiB analyzer)")
+        service.add_argument("--body-timeout", type=float, default=None,
+                             help="seconds within which a request body must arrive whole (default 60)")
+        service.add_argument("--max-connections", type=int, default=None,
+                             help="concurrent connections before answering 503 (default 1000)")
+        service.add_argument("--keep-alive", type=float, default=None, help="idle keep-alive seconds (default 5)")
+        service.add_argument("--head-timeout", type=float, default=None,
+                             help="seconds within which a request's head must arrive (default 10)")
         if role == "shuffler":
             service.add_argument("--analyzer-url", default=None, help="forward every released batch to this analyzer")
+            service.add_argument("--max-records", type=int, default=None, help="uploads per request (default 100000)")
+            service.add_argument("--max-senders", type=int, default=None,
+                                 help="sender identities held per collection (default 1000000)")
+            service.add_argument("--max-messages", type=int, default=None,
+                                 help="messages held for the next batch (default 2^26)")
 
     return add
 
@@ -69,15 +87,20 @@ def _protocol_file_arguments(protocol_file: argparse.ArgumentParser) -> None:
     protocol_file.add_argument("--out", required=True)
 
 
-def _serve(app: object, role: str, host: str, port: int) -> int:
+def _serve(app: object, role: str, host: str, port: int, limits: ServiceLimits) -> int:
     import uvicorn
+
+    from privsum.serve.connections import head_deadline_protocol
 
     listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind((host, port))
     listener.listen(128)
     bound = listener.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False,
+                                           limit_concurrency=limits.max_connections,
+                                           timeout_keep_alive=limits.keep_alive,
+                                           http=head_deadline_protocol(limits.head_timeout)))
     print(f"privsum {role} listening on http://{host}:{bound}", flush=True)
     server.run(sockets=[listener])
     return 0
@@ -88,12 +111,22 @@ def _service(args: argparse.Namespace) -> int:
     from privsum.serve.apps import analyzer_app, shuffler_app
 
     deployment = Deployment.load(args.protocol_file)
-    limits = {} if args.max_body_bytes is None else {"max_body_bytes": args.max_body_bytes}
+    limits = _limits(args)
     if args.command == "shuffler":
-        app = shuffler_app(deployment, analyzer_url=args.analyzer_url, **limits)
+        app = shuffler_app(deployment, analyzer_url=args.analyzer_url, limits=limits)
     else:
-        app = analyzer_app(deployment, **limits)
-    return _serve(app, args.command, args.host, args.port)
+        app = analyzer_app(deployment, limits=limits)
+    return _serve(app, args.command, args.host, args.port, limits)
+
+
+_LIMIT_OPTIONS = ("max_body_bytes", "body_timeout", "max_connections", "keep_alive", "head_timeout", "max_records",
+                  "max_senders", "max_messages")
+
+
+def _limits(args: argparse.Namespace) -> ServiceLimits:
+    """The service's `ServiceLimits`: its role's defaults, with the options given."""
+    given = {name: getattr(args, name) for name in _LIMIT_OPTIONS if getattr(args, name, None) is not None}
+    return ServiceLimits(**given) if args.command == "shuffler" else ServiceLimits.analyzer(**given)
 
 
 def _simulate(args: argparse.Namespace) -> int:

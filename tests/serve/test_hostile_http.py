@@ -1,0 +1,343 @@
+"""A hostile client against the two services as real processes: every attack gets a clear 4xx in bounded time.
+
+Each refusal's text follows the library's template (parameter, owner, constraint, value), no
+answer is a 500, nothing hangs (the services run with a 1 s body deadline and a 1.5 s head
+deadline), and a refused request leaves the service's state as it was (``GET /status``, the
+analyzer's ``GET /estimate``).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import re
+import socket
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from privsum.bitsum import RRBitSum
+from privsum.parties import Client, Deployment, Shuffler
+from privsum.serve import pack_records
+from privsum.serve.simulator import get_json, post
+
+pytest.importorskip("starlette")
+pytest.importorskip("uvicorn")
+
+from privsum.serve.local import start_service
+
+from .rawhttp import address, exchange, request_head
+
+TEMPLATE = re.compile(r"^The '([^']+)' parameter of (.+?) must be (.+)\. Got (.+) instead\.$", re.S)
+MAX_BODY = 8192
+N_USERS = 3
+LIMITS = ["--max-body-bytes", str(MAX_BODY), "--body-timeout", "1", "--head-timeout", "1.5"]
+DEPLOYMENT = Deployment(RRBitSum(n_users=N_USERS, flip_probability=0.1, delta=1e-6), n_instances=2)
+FOREIGN = Deployment(RRBitSum(n_users=N_USERS, flip_probability=0.2, delta=1e-6), n_instances=2)
+
+
+def assert_refusal(status: int, text: str | bytes, expected_status: int, *words: str) -> re.Match:
+    text = text.decode() if isinstance(text, bytes) else text
+    assert status == expected_status, (status, text)
+    match = TEMPLATE.match(text)
+    assert match, text
+    for word in words:
+        assert word in text, (word, text)
+    return match
+
+
+@pytest.fixture(scope="module")
+def protocol_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("hostile") / "protocol.json"
+    DEPLOYMENT.save(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def shuffler(protocol_file):
+    service = start_service("shuffler", protocol_file, extra=[*LIMITS, "--max-records", "20"], timeout=90)
+    yield service
+    service.stop()
+    assert "Traceback" not in service.output, service.output
+
+
+@pytest.fixture(scope="module")
+def analyzer(protocol_file):
+    service = start_service("analyzer", protocol_file, extra=LIMITS, timeout=90)
+    yield service
+    service.stop()
+    assert "Traceback" not in service.output, service.output
+
+
+def shuffler_state(service) -> tuple:
+    status = get_json(service.url, "/status")
+    return status["senders"], status["messages"], status["identities"]
+
+
+def analyzer_state(service) -> tuple:
+    status = get_json(service.url, "/status")
+    estimate = get_json(service.url, "/estimate") if status["batches"] else None
+    return status["participants"], status["batches"], json.dumps(estimate)
+
+
+def upload(rng: int = 0, deployment: Deployment = DEPLOYMENT) -> bytes:
+    return Client(deployment, rng=rng).encode([1, 0])
+
+
+def batch_of(deployment: Deployment, n_senders: int, rng: int) -> bytes:
+    shuffler, client = Shuffler(deployment, rng=rng), Client(deployment, rng=rng)
+    for sender in range(n_senders):
+        shuffler.submit(sender, client.encode([1, sender % 2]))
+    return shuffler.release()
+
+
+# ---------------------------------------------------------------------------------------------- HTTP
+
+
+@pytest.mark.parametrize("length", ["99999999999999", "1" + "0" * 19, str(MAX_BODY + 1)])
+def test_declared_body_over_the_limit_is_refused_before_reading_it(shuffler, length):
+    before = shuffler_state(shuffler)
+    answer = exchange(shuffler.url, request_head("POST", "/uploads", {"Content-Length": length}) + b"abc")
+    assert_refusal(answer.status, answer.body, 413, "'body'", "max_body_bytes", f"{MAX_BODY} bytes", length)
+    assert answer.seconds < 1.0 and answer.headers.get("connection") == "close"
+    assert shuffler_state(shuffler) == before
+
+
+def test_chunked_body_over_the_limit_is_refused_while_streaming(analyzer):
+    before = analyzer_state(analyzer)
+    chunk = b"1000\r\n" + b"a" * 4096 + b"\r\n"
+    answer = exchange(analyzer.url, request_head("POST", "/batches", {"Transfer-Encoding": "chunked"}) + chunk * 3)
+    assert_refusal(answer.status, answer.body, 413, "'body'", "max_body_bytes", "streamed")
+    assert analyzer_state(analyzer) == before
+
+
+@pytest.mark.parametrize("attack", ["endless chunks", "lying length", "slow body"])
+def test_bodies_that_do_not_arrive_are_refused_at_the_deadline(shuffler, attack):
+    before = shuffler_state(shuffler)
+    if attack == "endless chunks":
+        data, drip = request_head("POST", "/uploads", {"Transfer-Encoding": "chunked"}) + b"5\r\nabcde\r\n", []
+    elif attack == "lying length":
+        data, drip = request_head("POST", "/uploads", {"Content-Length": "100"}) + b"abc", []
+    else:
+        data, drip = request_head("POST", "/uploads", {"Content-Length": "100"}), [b"x"] * 20
+    answer = exchange(shuffler.url, data, drip=drip, timeout=10)
+    assert_refusal(answer.status, answer.body, 408, "'body'", "body_timeout", "1 s")
+    assert 0.9 < answer.seconds < 4.0
+    assert shuffler_state(shuffler) == before
+
+
+@pytest.mark.parametrize("attack", ["silent", "dripping headers"])
+def test_request_heads_that_do_not_arrive_lose_the_connection(shuffler, attack):
+    data = b"" if attack == "silent" else b"POST /uploads HTTP/1.1\r\n"
+    answer = exchange(shuffler.url, data, drip=[b"X-Slow: 1\r\n"] * 30 if data else [], timeout=10)
+    assert answer.status is None and 1.0 < answer.seconds < 4.5
+
+
+@pytest.mark.parametrize("content_type", ["application/json", "text/plain; charset=utf-8", "multipart/form-data; x=1"])
+def test_wrong_content_types_are_refused(shuffler, content_type):
+    body = pack_records([("typed", upload())])
+    answer = exchange(shuffler.url, request_head("POST", "/uploads", {"Content-Type": content_type,
+                                                                      "Content-Length": str(len(body))}) + body)
+    assert_refusal(answer.status, answer.body, 415, "'Content-Type'", "application/octet-stream", content_type)
+
+
+@pytest.mark.parametrize("length", ["-1", "1e3", "0x10", " 12a"])
+def test_malformed_content_lengths_are_refused(shuffler, length):
+    answer = exchange(shuffler.url, request_head("POST", "/uploads", {"Content-Length": length}))
+    assert answer.status == 400
+
+
+def test_empty_and_malformed_upload_bodies_are_refused_whole(shuffler):
+    before = shuffler_state(shuffler)
+    status, body = post(shuffler.url, "/uploads", b"")
+    assert_refusal(status, body, 400, "'body'", "at least one record", "0 bytes")
+    good = pack_records([("framing", upload())])
+    for bad, words in [
+        (b"\x00", ["truncated"]),
+        (b"\x00\x00" + good[2:], ["sender of 1 to 256"]),  # a zero-length sender
+        (b"\x01\x01" + good[2:], ["sender of 1 to 256"]),  # a 257-byte sender
+        (good[:-1], ["within the body"]),  # truncated upload
+        (good + b"\x00", ["truncated"]),  # a trailing byte
+        (good[:2] + b"\xff" * (len(good) - 2), ["UTF-8"]),
+        (b"\x00\x01a\xff\xff\xff\xff", ["at most"]),  # a 4 GiB upload length
+        (good + pack_records([("second", upload())])[:-3], ["within the body"]),  # all or nothing
+    ]:
+        status, text = post(shuffler.url, "/uploads", bad)
+        assert_refusal(status, text, 400, "'body'", *words)
+    assert shuffler_state(shuffler) == before
+
+
+def test_too_many_records_in_one_body_are_refused_whole(shuffler):
+    before = shuffler_state(shuffler)
+    body = pack_records([(f"many-{i}", b"") for i in range(21)])
+    status, text = post(shuffler.url, "/uploads", body)
+    assert_refusal(status, text, 400, "'body'", "max_records", "21")
+    assert shuffler_state(shuffler) == before
+
+
+def test_unknown_routes_methods_and_queries(shuffler, analyzer):
+    for service, method, path, expected in [
+        (shuffler, "GET", "/nowhere", 404), (shuffler, "DELETE", "/uploads", 405), (shuffler, "GET", "/uploads", 405),
+        (analyzer, "PUT", "/batches", 405), (analyzer, "GET", "/../../etc/passwd", 404),
+        (analyzer, "GET", "/status?%ff%00=%C3%A9&&==", 200),
+        (analyzer, "GET", "/status?\u00e9", 400), (shuffler, "POST", "/release?force=1&senders=-1", 400),
+    ]:
+        answer = exchange(service.url, request_head(method, path, {"Connection": "close", "Content-Length": "0"}))
+        assert answer.status == expected, (method, path, answer)
+
+
+def test_sender_ids_non_ascii_huge_and_duplicate(shuffler):
+    before = shuffler_state(shuffler)
+    senders = ["\u00e9\u4e2d\U0001f600" * 20, "\x00\r\nX-Injected: 1", "s" * 256]
+    status, body = post(shuffler.url, "/uploads", pack_records([(s, upload(i)) for i, s in enumerate(senders)]))
+    answer = json.loads(body)
+    assert status == 200 and answer["accepted"] == 3
+    status, body = post(shuffler.url, "/uploads", pack_records([(senders[1], upload(5))]))
+    answer = json.loads(body)
+    assert answer["accepted"] == 0 and answer["n_refused"] == 1
+    assert_refusal(400, answer["refused"][0]["error"], 400, "'sender'", "without an upload", repr(senders[1]))
+    assert shuffler_state(shuffler)[0] == before[0] + 3
+    _release(shuffler)
+
+
+def test_concurrent_uploads_of_one_sender_are_accepted_once(shuffler):
+    body, answers = pack_records([("racer", upload())]), []
+
+    def send():
+        connection = http.client.HTTPConnection(*address(shuffler.url), timeout=30)
+        connection.request("POST", "/uploads", body=body, headers={"Content-Type": "application/octet-stream"})
+        answers.append(json.loads(connection.getresponse().read()))
+        connection.close()
+
+    threads = [threading.Thread(target=send) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert sorted(answer["accepted"] for answer in answers) == [0] * 7 + [1]
+    _release(shuffler)
+
+
+def test_refused_uploads_are_counted_and_listed_within_bounds(shuffler):
+    before = shuffler_state(shuffler)
+    foreign = upload(deployment=FOREIGN)
+    status, body = post(shuffler.url, "/uploads", pack_records([(f"foreign-{i}", foreign) for i in range(15)]))
+    answer = json.loads(body)
+    assert status == 200 and answer["n_refused"] == 15 and len(answer["refused"]) == 10
+    assert_refusal(400, answer["refused"][0]["error"], 400, "'data'", "fingerprint", "another configuration")
+    assert shuffler_state(shuffler) == before
+
+
+def _release(shuffler) -> bytes | None:
+    """Fill the shuffler up to min_senders and release (so that later tests start from an empty batch)."""
+    held = get_json(shuffler.url, "/status")["senders"]
+    fillers = [(f"filler-{time.monotonic_ns()}-{i}", upload(i)) for i in range(max(0, N_USERS - held))]
+    if fillers:
+        post(shuffler.url, "/uploads", pack_records(fillers))
+    status, body = post(shuffler.url, "/release")
+    assert status == 200
+    return body
+
+
+def test_release_before_min_senders_is_refused(shuffler):
+    _release(shuffler)
+    post(shuffler.url, "/uploads", pack_records([("lonely", upload())]))
+    before = shuffler_state(shuffler)
+    status, text = post(shuffler.url, "/release")
+    assert_refusal(status, text, 400, "'senders'", f"at least {N_USERS} (min_senders)", "1")
+    assert shuffler_state(shuffler) == before
+    _release(shuffler)
+
+
+# ------------------------------------------------------------------------------------------ analyzer
+
+
+@pytest.fixture(scope="module")
+def absorbed(analyzer):
+    batch = batch_of(DEPLOYMENT, N_USERS, rng=3)
+    status, _ = post(analyzer.url, "/batches", batch)
+    assert status == 200
+    return batch
+
+
+def test_replayed_and_foreign_batches_are_refused(analyzer, absorbed):
+    before = analyzer_state(analyzer)
+    status, text = post(analyzer.url, "/batches", absorbed)
+    assert_refusal(status, text, 400, "'batch'", "not absorbed before", "replayed")
+    status, text = post(analyzer.url, "/batches", batch_of(FOREIGN, N_USERS, rng=4))
+    assert_refusal(status, text, 400, "'data'", "fingerprint", "another configuration")
+    assert analyzer_state(analyzer) == before
+
+
+def test_batches_truncated_at_every_byte_are_refused(analyzer, absorbed):
+    before = analyzer_state(analyzer)
+    connection = http.client.HTTPConnection(*address(analyzer.url), timeout=30)
+    headers = {"Content-Type": "application/octet-stream"}
+    for cut in range(len(absorbed)):
+        connection.request("POST", "/batches", body=absorbed[:cut], headers=headers)
+        answer = connection.getresponse()
+        text = answer.read()
+        assert_refusal(answer.status, text, 400, "'data'", "bytes")
+    connection.close()
+    assert analyzer_state(analyzer) == before
+
+
+def test_mutated_batches_are_refused_or_absorbed_whole(analyzer, absorbed):
+    """Random byte edits outside the batch id: a 400 leaves the state as it was; never a 500."""
+    rng = np.random.default_rng(11)
+    id_start = DEPLOYMENT.spec.batch_header_bytes - 28
+    connection = http.client.HTTPConnection(*address(analyzer.url), timeout=30)
+    headers = {"Content-Type": "application/octet-stream"}
+    for _ in range(60):
+        data = bytearray(absorbed)
+        for position in rng.integers(0, len(data), size=rng.integers(1, 4)):
+            if not id_start <= position < id_start + 16:
+                data[position] = int(rng.integers(0, 256))
+        before = analyzer_state(analyzer)
+        connection.request("POST", "/batches", body=bytes(data), headers=headers)
+        answer = connection.getresponse()
+        text = answer.read()
+        assert answer.status in (200, 400), (answer.status, text)
+        if answer.status == 400:
+            assert TEMPLATE.match(text.decode()), text
+            assert analyzer_state(analyzer) == before
+    connection.close()
+
+
+# ---------------------------------------------------------------------------------------- capacity
+
+
+@pytest.fixture(scope="module")
+def small_shuffler(protocol_file):
+    extra = ["--max-senders", "5", "--max-messages", "6", "--max-connections", "4", "--head-timeout", "1"]
+    service = start_service("shuffler", protocol_file, extra=extra, timeout=90)
+    yield service
+    service.stop()
+
+
+def test_held_senders_and_messages_are_bounded(small_shuffler):
+    url = small_shuffler.url
+    answer = json.loads(post(url, "/uploads", pack_records([(f"cap-{i}", upload(i)) for i in range(4)]))[1])
+    assert answer["accepted"] == 3 and answer["n_refused"] == 1  # 3 uploads of 2 messages fill max_messages=6
+    assert_refusal(400, answer["refused"][0]["error"], 400, "'upload'", "max_messages=6", "6 held")
+    assert post(url, "/release")[0] == 200
+    answer = json.loads(post(url, "/uploads", pack_records([(f"more-{i}", upload(i)) for i in range(3)]))[1])
+    assert answer["accepted"] == 2 and answer["n_refused"] == 1  # 3 + 2 identities fill max_senders=5
+    assert_refusal(400, answer["refused"][0]["error"], 400, "'sender'", "at most 5 senders", "more-2")
+    status = get_json(url, "/status")
+    assert (status["senders"], status["messages"], status["identities"]) == (2, 4, 5)
+
+
+def test_idle_connections_beyond_the_limit_get_503_then_are_closed(small_shuffler):
+    idle = [socket.create_connection(address(small_shuffler.url), timeout=10) for _ in range(4)]
+    try:
+        answer = exchange(small_shuffler.url, request_head("GET", "/status", {"Connection": "close"}))
+        assert answer.status == 503
+        time.sleep(1.5)  # the head deadline (1 s) closes the idle connections
+        answer = exchange(small_shuffler.url, request_head("GET", "/status", {"Connection": "close"}))
+        assert answer.status == 200
+    finally:
+        for connection in idle:
+            connection.close()

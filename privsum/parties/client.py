@@ -116,6 +116,8 @@ def _uploads(spec: Any, fields: np.ndarray, counts: np.ndarray, kept: np.ndarray
 def _equal_uploads(prefix: bytes, rows: np.ndarray, width: int) -> list[bytes]:
     """Uploads of users with ``m`` fields each (one row per user), built as one array and cut."""
     n_users, count = rows.shape
+    if count == 0:  # users without messages (random counts can be zero): header-only uploads
+        return [prefix + bytes(4)] * n_users
     if count % 8:
         padded = np.zeros((n_users, -(-count // 8) * 8), dtype=rows.dtype)
         padded[:, :count] = rows

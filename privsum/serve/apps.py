@@ -31,14 +31,14 @@ else:
 from privsum._validation import invalid
 from privsum.exceptions import InvalidParameterError
 from privsum.parties import Analyzer, Deployment, Shuffler
-from privsum.serve.limits import OCTET_STREAM, RequestRefusedError, ServiceLimits, read_body
+from privsum.serve.limits import OCTET_STREAM, RequestRefusedError, ServiceLimits, check_operator, read_body
 from privsum.serve.records import unpack_records
 
 __all__ = ["analyzer_app", "shuffler_app"]
 
 #: Refusals listed in an ``/uploads`` answer (the rest are only counted).
 MAX_LISTED_REFUSALS = 10
-_CLOSE_AFTER = (408, 413, 415)  # refused before the body was read whole: the connection is not reused
+_CLOSE_AFTER = (401, 408, 413, 415)  # refused before the body was read whole: the connection is not reused
 
 
 def _refusal(error: Exception, status: int = 400) -> PlainTextResponse:
@@ -107,10 +107,10 @@ class _UploadDesk:
                              "senders": self.shuffler.n_senders})
 
 
-def _forward(analyzer_url: str, batch: bytes) -> None:
+def _forward(analyzer_url: str, batch: bytes, token: str | None) -> None:
     """POST ``batch`` to the analyzer (run in a worker thread: the event loop keeps serving)."""
-    forward = urllib.request.Request(analyzer_url.rstrip("/") + "/batches", data=batch, method="POST",
-                                     headers={"Content-Type": OCTET_STREAM})
+    headers = {"Content-Type": OCTET_STREAM} | ({} if token is None else {"Authorization": f"Bearer {token}"})
+    forward = urllib.request.Request(analyzer_url.rstrip("/") + "/batches", data=batch, method="POST", headers=headers)
     with urllib.request.urlopen(forward, timeout=60) as answer:  # the operator's own URL
         answer.read()
 
@@ -120,12 +120,14 @@ def _header_text(text: str) -> str:
     return "".join(c if " " <= c <= "~" else "?" for c in text[:200])
 
 
-def shuffler_app(deployment: Deployment, *, analyzer_url: str | None = None,
-                 limits: ServiceLimits | None = None) -> Starlette:
+def shuffler_app(deployment: Deployment, *, analyzer_url: str | None = None, limits: ServiceLimits | None = None,
+                 operator_token: str | None = None) -> Starlette:
     """The shuffler service of ``deployment``; ``analyzer_url`` (e.g. ``http://127.0.0.1:8001``) receives each batch.
 
     ``limits`` (default `ServiceLimits()`) bound request bodies, their time, records per request,
-    and the senders and messages held (see `privsum.serve.limits`).
+    and the senders and messages held (see `privsum.serve.limits`). With ``operator_token``,
+    ``POST /release`` needs ``Authorization: Bearer <token>`` (else 401: nobody else can split the
+    collection into small batches), and the forwarded batches carry it to the analyzer.
     """
     _require_starlette()
     desk = _UploadDesk(deployment, _check_limits(limits, ServiceLimits(), "shuffler_app"))
@@ -133,12 +135,13 @@ def shuffler_app(deployment: Deployment, *, analyzer_url: str | None = None,
 
     async def release(request: Request) -> Response:
         try:
+            check_operator(request, operator_token, "POST /release")
             batch = shuffler.release()
-        except InvalidParameterError as error:
+        except (InvalidParameterError, RequestRefusedError) as error:
             return _refusal(error)
         if analyzer_url is not None:
             try:
-                await run_in_threadpool(_forward, analyzer_url, batch)
+                await run_in_threadpool(_forward, analyzer_url, batch, operator_token)
             except OSError as error:  # (URLError is one) the batch is in the body: the operator posts it again
                 return Response(batch, status_code=502, media_type=OCTET_STREAM,
                                 headers={"X-Privsum-Forward-Error": _header_text(str(error))})
@@ -175,14 +178,20 @@ def _json_array(value: Any) -> Any:
     return named.tolist()
 
 
-def analyzer_app(deployment: Deployment, *, limits: ServiceLimits | None = None) -> Starlette:
-    """The analyzer service of ``deployment`` (``limits`` default: `ServiceLimits.analyzer()`)."""
+def analyzer_app(deployment: Deployment, *, limits: ServiceLimits | None = None,
+                 operator_token: str | None = None) -> Starlette:
+    """The analyzer service of ``deployment`` (``limits`` default: `ServiceLimits.analyzer()`).
+
+    With ``operator_token``, ``POST /batches`` needs ``Authorization: Bearer <token>`` (else 401):
+    only the shuffler, which holds the token, can add batches.
+    """
     _require_starlette()
     limits = _check_limits(limits, ServiceLimits.analyzer(), "analyzer_app")
     analyzer = Analyzer(deployment)
 
     async def batches(request: Request) -> Response:
         try:
+            check_operator(request, operator_token, "POST /batches")
             messages = analyzer.absorb(await read_body(request, limits, "POST /batches"))
         except (InvalidParameterError, RequestRefusedError) as error:
             return _refusal(error)

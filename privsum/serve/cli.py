@@ -4,7 +4,9 @@
 * ``analyzer --protocol-file F [--host H] [--port P]``: the analyzer service.
   Both take the limits of `privsum.serve.limits.ServiceLimits` as options (``--max-body-bytes``,
   ``--body-timeout``, ``--head-timeout``, ``--max-connections``, ``--keep-alive``; the shuffler also ``--max-records``,
-  ``--max-senders``, ``--max-messages``).
+  ``--max-senders``, ``--max-messages``), and ``--operator-token-file F``: then ``POST /release`` and
+  ``POST /batches`` need ``Authorization: Bearer TOKEN`` (the file's first line), which the
+  shuffler sends with the batches it forwards.
 * ``simulate --shuffler-url URL --users N [--ones K] [--release] [--analyzer-url URL]``: N simulated
   users send their uploads (the first K hold 1 in every instance); ``--release`` then asks the
   shuffler to release, and ``--analyzer-url`` prints the analyzer's estimate and guarantee.
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from privsum.serve.limits import ServiceLimits
+from privsum.serve.limits import ServiceLimits, read_token
 
 __all__ = ["ANALYZER", "COMMANDS", "PROTOCOL_FILE", "SHUFFLER", "SIMULATE", "Command", "main"]
 
@@ -54,6 +56,9 @@ def _service_arguments(role: str) -> Callable[[argparse.ArgumentParser], None]:
         service.add_argument("--max-connections", type=int, default=None,
                              help="concurrent connections before answering 503 (default 1000)")
         service.add_argument("--keep-alive", type=float, default=None, help="idle keep-alive seconds (default 5)")
+        service.add_argument("--operator-token-file", default=None,
+                             help="file holding the operator token that POST /release (shuffler) and POST /batches "
+                                  "(analyzer) require as 'Authorization: Bearer TOKEN'")
         service.add_argument("--head-timeout", type=float, default=None,
                              help="seconds within which a request's head must arrive (default 10)")
         if role == "shuffler":
@@ -75,6 +80,7 @@ def _simulate_arguments(simulate: argparse.ArgumentParser) -> None:
     simulate.add_argument("--seed", type=int, default=None, help="seed the clients (tests only; default: CSPRNG)")
     simulate.add_argument("--release", action="store_true", help="ask the shuffler to release a batch afterwards")
     simulate.add_argument("--analyzer-url", default=None, help="print this analyzer's estimate and guarantee")
+    simulate.add_argument("--operator-token-file", default=None, help="the operator token, for --release")
 
 
 def _protocol_file_arguments(protocol_file: argparse.ArgumentParser) -> None:
@@ -112,10 +118,11 @@ def _service(args: argparse.Namespace) -> int:
 
     deployment = Deployment.load(args.protocol_file)
     limits = _limits(args)
+    token = None if args.operator_token_file is None else read_token(args.operator_token_file)
     if args.command == "shuffler":
-        app = shuffler_app(deployment, analyzer_url=args.analyzer_url, limits=limits)
+        app = shuffler_app(deployment, analyzer_url=args.analyzer_url, limits=limits, operator_token=token)
     else:
-        app = analyzer_app(deployment, limits=limits)
+        app = analyzer_app(deployment, limits=limits, operator_token=token)
     return _serve(app, args.command, args.host, args.port, limits)
 
 
@@ -140,7 +147,8 @@ def _simulate(args: argparse.Namespace) -> int:
     print(f"sent {report.users} users in {report.requests} requests, {report.upload_bytes} bytes, "
           f"{report.seconds:.2f} s, {report.refused} refused", flush=True)
     if args.release:
-        status, body = post(args.shuffler_url, "/release")
+        token = None if args.operator_token_file is None else read_token(args.operator_token_file)
+        status, body = post(args.shuffler_url, "/release", token=token)
         if status != 200:
             print(f"release refused: {body.decode()}", file=sys.stderr)
             return 1

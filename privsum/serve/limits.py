@@ -23,13 +23,15 @@ Every refusal's text names the parameter, the constraint and the value (the libr
 from __future__ import annotations
 
 import asyncio
+import hmac
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from privsum._validation import check_integer, check_real, invalid
 from privsum.exceptions import InvalidParameterError
 
-__all__ = ["OCTET_STREAM", "RequestRefusedError", "ServiceLimits", "read_body"]
+__all__ = ["OCTET_STREAM", "RequestRefusedError", "ServiceLimits", "check_operator", "read_body", "read_token"]
 
 OCTET_STREAM = "application/octet-stream"
 #: Longest ``Content-Length`` value read as a number (20 digits exceed any limit; longer is refused unread).
@@ -138,3 +140,23 @@ async def _receive(request: Any, body: bytearray, limits: ServiceLimits, owner: 
 
 def _too_large(owner: str, limits: ServiceLimits, value: str) -> InvalidParameterError:
     return invalid("body", owner, f"at most {limits.max_body_bytes} bytes (max_body_bytes)", value)
+
+
+def read_token(path: str | Path) -> str:
+    """The operator token in the file ``path`` (its first line; at least 16 printable ASCII characters)."""
+    lines = Path(path).read_text().splitlines()
+    token = lines[0].strip() if lines else ""
+    if not (len(token) >= 16 and token.isascii() and token.isprintable() and " " not in token):
+        raise invalid("operator_token_file", "read_token", "a first line of at least 16 printable ASCII characters without spaces",
+                      f"{len(token)} characters")
+    return token
+
+
+def check_operator(request: Any, token: str | None, owner: str) -> None:
+    """Refuse (401) a request without ``Authorization: Bearer <token>`` when the service has an operator token."""
+    if token is None:
+        return
+    given = request.headers.get("authorization", "")
+    if not hmac.compare_digest(given.encode("latin-1", "replace"), f"Bearer {token}".encode("ascii")):
+        state = "no Authorization header" if not given else "another token"
+        raise RequestRefusedError(401, invalid("Authorization", owner, "Bearer and the operator token", state))

@@ -88,11 +88,16 @@ def start_service(role: str, protocol_file: str | Path, *, extra: list[str] | No
 
 
 @contextmanager
-def local_deployment(protocol_file: str | Path, *, timeout: float = 60.0) -> Iterator[tuple[LocalService, LocalService]]:
-    """An analyzer and a shuffler (forwarding to it) as two processes on 127.0.0.1; stopped on exit."""
-    analyzer = start_service("analyzer", protocol_file, timeout=timeout)
+def local_deployment(protocol_file: str | Path, *, timeout: float = 60.0,
+                     extra: list[str] | None = None) -> Iterator[tuple[LocalService, LocalService]]:
+    """An analyzer and a shuffler (forwarding to it) as two processes on 127.0.0.1; stopped on exit.
+
+    ``extra`` options go to both (e.g. ``["--operator-token-file", F]``).
+    """
+    analyzer = start_service("analyzer", protocol_file, extra=extra, timeout=timeout)
     try:
-        shuffler = start_service("shuffler", protocol_file, extra=["--analyzer-url", analyzer.url], timeout=timeout)
+        shuffler = start_service("shuffler", protocol_file, extra=["--analyzer-url", analyzer.url, *(extra or [])],
+                                 timeout=timeout)
         try:
             yield shuffler, analyzer
         finally:

@@ -39,8 +39,9 @@ class _Connection:
             raise invalid("url", "privsum.serve", "an http://host:port URL", url)
         self.connection = http.client.HTTPConnection(parsed.hostname, parsed.port or 80, timeout=timeout)
 
-    def request(self, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
-        self.connection.request(method, path, body=body, headers={"Content-Type": "application/octet-stream"})
+    def request(self, method: str, path: str, body: bytes | None = None, token: str | None = None) -> tuple[int, bytes]:
+        headers = {"Content-Type": "application/octet-stream"} | ({} if token is None else {"Authorization": f"Bearer {token}"})
+        self.connection.request(method, path, body=body, headers=headers)
         answer = self.connection.getresponse()
         return answer.status, answer.read()
 
@@ -87,11 +88,11 @@ def simulate_users(deployment: Deployment, inputs: Any, shuffler_url: str, *, pe
     return SimulationReport(int(inputs.shape[0]), requests, sent, time.perf_counter() - start, refused)
 
 
-def post(url: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
-    """One POST to a service (e.g. ``/release`` on the shuffler)."""
+def post(url: str, path: str, body: bytes = b"", *, token: str | None = None) -> tuple[int, bytes]:
+    """One POST to a service (e.g. ``/release`` on the shuffler; ``token``: the operator token, where it needs one)."""
     connection = _Connection(url)
     try:
-        return connection.request("POST", path, body)
+        return connection.request("POST", path, body, token)
     finally:
         connection.close()
 

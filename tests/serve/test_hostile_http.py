@@ -63,9 +63,19 @@ def shuffler(protocol_file):
     assert "Traceback" not in service.output, service.output
 
 
+TOKEN = "operator-" + "7" * 24
+
+
 @pytest.fixture(scope="module")
-def analyzer(protocol_file):
-    service = start_service("analyzer", protocol_file, extra=LIMITS, timeout=90)
+def token_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("token") / "operator.token"
+    path.write_text(TOKEN + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def analyzer(protocol_file, token_file):
+    service = start_service("analyzer", protocol_file, extra=[*LIMITS, "--operator-token-file", str(token_file)], timeout=90)
     yield service
     service.stop()
     assert "Traceback" not in service.output, service.output
@@ -89,7 +99,7 @@ def upload(rng: int = 0, deployment: Deployment = DEPLOYMENT) -> bytes:
 def batch_of(deployment: Deployment, n_senders: int, rng: int) -> bytes:
     shuffler, client = Shuffler(deployment, rng=rng), Client(deployment, rng=rng)
     for sender in range(n_senders):
-        shuffler.submit(sender, client.encode([1, sender % 2]))
+        shuffler.submit(sender, client.encode(np.arange(deployment.n_instances) % 2))
     return shuffler.release()
 
 
@@ -108,7 +118,8 @@ def test_declared_body_over_the_limit_is_refused_before_reading_it(shuffler, len
 def test_chunked_body_over_the_limit_is_refused_while_streaming(analyzer):
     before = analyzer_state(analyzer)
     chunk = b"1000\r\n" + b"a" * 4096 + b"\r\n"
-    answer = exchange(analyzer.url, request_head("POST", "/batches", {"Transfer-Encoding": "chunked"}) + chunk * 3)
+    head = request_head("POST", "/batches", {"Transfer-Encoding": "chunked", "Authorization": f"Bearer {TOKEN}"})
+    answer = exchange(analyzer.url, head + chunk * 3)
     assert_refusal(answer.status, answer.body, 413, "'body'", "max_body_bytes", "streamed")
     assert analyzer_state(analyzer) == before
 
@@ -257,25 +268,48 @@ def test_release_before_min_senders_is_refused(shuffler):
 @pytest.fixture(scope="module")
 def absorbed(analyzer):
     batch = batch_of(DEPLOYMENT, N_USERS, rng=3)
-    status, _ = post(analyzer.url, "/batches", batch)
+    status, _ = post(analyzer.url, "/batches", batch, token=TOKEN)
     assert status == 200
     return batch
 
 
 def test_replayed_and_foreign_batches_are_refused(analyzer, absorbed):
     before = analyzer_state(analyzer)
-    status, text = post(analyzer.url, "/batches", absorbed)
+    status, text = post(analyzer.url, "/batches", absorbed, token=TOKEN)
     assert_refusal(status, text, 400, "'batch'", "not absorbed before", "replayed")
-    status, text = post(analyzer.url, "/batches", batch_of(FOREIGN, N_USERS, rng=4))
+    status, text = post(analyzer.url, "/batches", batch_of(FOREIGN, N_USERS, rng=4), token=TOKEN)
     assert_refusal(status, text, 400, "'data'", "fingerprint", "another configuration")
+    other = Deployment(RRBitSum(n_users=N_USERS, flip_probability=0.1, delta=1e-6), n_instances=3)
+    status, text = post(analyzer.url, "/batches", batch_of(other, N_USERS, rng=5), token=TOKEN)
+    assert_refusal(status, text, 400, "'data'", "fingerprint", "another configuration")
+    status, text = post(analyzer.url, "/batches", absorbed.replace(b"RRBitSum", b"RRBitSuX"), token=TOKEN)
+    assert_refusal(status, text, 400, "'data'", "of protocol 'RRBitSum'", "RRBitSuX")
     assert analyzer_state(analyzer) == before
 
 
-def test_batches_truncated_at_every_byte_are_refused(analyzer, absorbed):
+@pytest.mark.parametrize("authorization", [None, "Bearer wrong-token-of-some-length", f"Basic {TOKEN}", f"Bearer {TOKEN}x",
+                                           "Bearer \u00e9"])
+def test_batches_without_the_operator_token_are_refused(analyzer, authorization):
     before = analyzer_state(analyzer)
+    batch = batch_of(DEPLOYMENT, N_USERS, rng=6)
+    headers = {"Content-Length": str(len(batch)), "Connection": "close"}
+    if authorization is not None:
+        headers["Authorization"] = authorization
+    answer = exchange(analyzer.url, request_head("POST", "/batches", headers) + batch)
+    assert_refusal(answer.status, answer.body, 401, "'Authorization'", "operator token")
+    assert TOKEN not in answer.text
+    assert analyzer_state(analyzer) == before
+
+
+def test_truncated_batches_are_refused(analyzer, absorbed):
+    """Cuts at every header field boundary and through the payload (every byte: tests/fuzz/test_hostile_messages.py)."""
+    before = analyzer_state(analyzer)
+    name = len(DEPLOYMENT.wire_name)
+    boundaries = [0, 4, 5, 6, 7, 7 + name, 39 + name, 55 + name, 59 + name, 67 + name]
+    cuts = sorted({*boundaries, *(b - 1 for b in boundaries[1:]), *range(67 + name, len(absorbed))})
     connection = http.client.HTTPConnection(*address(analyzer.url), timeout=30)
-    headers = {"Content-Type": "application/octet-stream"}
-    for cut in range(len(absorbed)):
+    headers = {"Content-Type": "application/octet-stream", "Authorization": f"Bearer {TOKEN}"}
+    for cut in cuts:
         connection.request("POST", "/batches", body=absorbed[:cut], headers=headers)
         answer = connection.getresponse()
         text = answer.read()
@@ -289,8 +323,8 @@ def test_mutated_batches_are_refused_or_absorbed_whole(analyzer, absorbed):
     rng = np.random.default_rng(11)
     id_start = DEPLOYMENT.spec.batch_header_bytes - 28
     connection = http.client.HTTPConnection(*address(analyzer.url), timeout=30)
-    headers = {"Content-Type": "application/octet-stream"}
-    for _ in range(60):
+    headers = {"Content-Type": "application/octet-stream", "Authorization": f"Bearer {TOKEN}"}
+    for _ in range(25):
         data = bytearray(absorbed)
         for position in rng.integers(0, len(data), size=rng.integers(1, 4)):
             if not id_start <= position < id_start + 16:
@@ -310,19 +344,28 @@ def test_mutated_batches_are_refused_or_absorbed_whole(analyzer, absorbed):
 
 
 @pytest.fixture(scope="module")
-def small_shuffler(protocol_file):
-    extra = ["--max-senders", "5", "--max-messages", "6", "--max-connections", "4", "--head-timeout", "1"]
+def small_shuffler(protocol_file, token_file, analyzer):
+    """A shuffler with small limits and the operator token, forwarding to the analyzer."""
+    extra = ["--max-senders", "5", "--max-messages", "6", "--max-connections", "4", "--head-timeout", "1",
+             "--operator-token-file", str(token_file), "--analyzer-url", analyzer.url]
     service = start_service("shuffler", protocol_file, extra=extra, timeout=90)
     yield service
     service.stop()
 
 
-def test_held_senders_and_messages_are_bounded(small_shuffler):
+def test_held_senders_and_messages_are_bounded(small_shuffler, analyzer):
     url = small_shuffler.url
     answer = json.loads(post(url, "/uploads", pack_records([(f"cap-{i}", upload(i)) for i in range(4)]))[1])
     assert answer["accepted"] == 3 and answer["n_refused"] == 1  # 3 uploads of 2 messages fill max_messages=6
     assert_refusal(400, answer["refused"][0]["error"], 400, "'upload'", "max_messages=6", "6 held")
-    assert post(url, "/release")[0] == 200
+    held = shuffler_state(small_shuffler)
+    for token in (None, "wrong-token-of-some-length"):
+        status, text = post(url, "/release", token=token)
+        assert_refusal(status, text, 401, "'Authorization'", "POST /release")
+    assert shuffler_state(small_shuffler) == held
+    participants = get_json(analyzer.url, "/status")["participants"]
+    assert post(url, "/release", token=TOKEN)[0] == 200  # forwarded with the token
+    assert get_json(analyzer.url, "/status")["participants"] == participants + 3
     answer = json.loads(post(url, "/uploads", pack_records([(f"more-{i}", upload(i)) for i in range(3)]))[1])
     assert answer["accepted"] == 2 and answer["n_refused"] == 1  # 3 + 2 identities fill max_senders=5
     assert_refusal(400, answer["refused"][0]["error"], 400, "'sender'", "at most 5 senders", "more-2")

@@ -1,0 +1,171 @@
+"""Random and mutated requests at the two services' applications (in process, over ASGI): a 4xx or a 200, never a 500.
+
+Every refusal's text follows the library's template, and a refused request leaves the service's
+``GET /status`` as it was. The same attacks against real processes are in ``tests/serve``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from privsum.bitsum import RRBitSum, ThreeNBBitSum
+from privsum.parties import Client, Deployment, Shuffler
+from privsum.serve import pack_records
+
+pytest.importorskip("starlette")
+
+from privsum.serve.apps import analyzer_app, shuffler_app
+from privsum.serve.limits import ServiceLimits
+
+TEMPLATE = re.compile(r"^The '([^']+)' parameter of (.+?) must be (.+)\. Got (.+) instead\.$", re.S)
+FAST = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+SLOW = settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+LIMITS = ServiceLimits(max_body_bytes=4096, max_records=8, body_timeout=2.0)
+DEPLOYMENTS = {
+    "rr": Deployment(RRBitSum(n_users=3, flip_probability=0.25, delta=0.1), n_instances=3, min_senders=2),
+    "3nb": Deployment(ThreeNBBitSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=3), n_instances=1, min_senders=2),
+}
+
+
+def call(app, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+    """One request through the ASGI application; an exception escaping it fails the test."""
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method, "scheme": "http",
+             "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
+             "server": ("127.0.0.1", 1), "client": ("127.0.0.1", 2),
+             "headers": [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]}
+    chunks = [body[i : i + 1000] for i in range(0, len(body), 1000)] or [b""]
+    sent: list[dict] = []
+
+    async def receive():
+        if chunks:
+            chunk = chunks.pop(0)
+            return {"type": "http.request", "body": chunk, "more_body": bool(chunks)}
+        return {"type": "http.disconnect"}
+
+    async def send(message):
+        sent.append(message)
+
+    asyncio.run(app(scope, receive, send))
+    status = next(m["status"] for m in sent if m["type"] == "http.response.start")
+    return status, b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+
+
+def state(app) -> dict:
+    status, body = call(app, "GET", "/status")
+    assert status == 200
+    return json.loads(body)
+
+
+def check_answer(status: int, body: bytes) -> None:
+    assert status in (200, 400, 401, 408, 413, 415), (status, body)
+    if status != 200:
+        assert TEMPLATE.match(body.decode()), body
+
+
+def sample_upload(key: str, rng: int = 0) -> bytes:
+    deployment = DEPLOYMENTS[key]
+    return Client(deployment, rng=rng).encode(np.ones(deployment.n_instances, dtype=int))
+
+
+def sample_batch(key: str, rng: int = 0) -> bytes:
+    deployment = DEPLOYMENTS[key]
+    shuffler = Shuffler(deployment, rng=rng)
+    for sender in range(2):
+        shuffler.submit(sender, sample_upload(key, rng + sender))
+    return shuffler.release()
+
+
+def mutate(data: bytes, edits: list[tuple[int, int]], cut: int | None) -> bytes:
+    buffer = bytearray(data)
+    for position, value in edits:
+        buffer[position % len(buffer)] = value
+    return bytes(buffer if cut is None else buffer[: cut % (len(buffer) + 1)])
+
+
+EDITS = st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), max_size=4)
+CONTENT_TYPES = st.sampled_from([None, "application/octet-stream", "application/octet-stream; x=1", "text/plain",
+                                 "application/json"])
+
+
+def check_uploads(key, data, edits, cut, use_sample, content_type, sender):
+    app = shuffler_app(DEPLOYMENTS[key], limits=LIMITS)
+    call(app, "POST", "/uploads", pack_records([("resident", sample_upload(key))]))
+    before = state(app)
+    sample = pack_records([(sender, sample_upload(key, 1)), ("x", sample_upload(key, 2))])
+    body = mutate(sample, edits, cut) if use_sample else data
+    headers = {} if content_type is None else {"Content-Type": content_type}
+    status, answer = call(app, "POST", "/uploads", body, headers | {"Content-Length": str(len(body))})
+    check_answer(status, answer)
+    if status != 200:
+        assert state(app) == before
+    else:
+        result = json.loads(answer)
+        assert state(app)["senders"] == before["senders"] + result["accepted"]
+        assert len(result["refused"]) <= 10 and all(TEMPLATE.match(r["error"]) for r in result["refused"])
+
+
+def check_batches(key, data, edits, cut, use_sample, content_type):
+    app = analyzer_app(DEPLOYMENTS[key], limits=LIMITS)
+    resident = sample_batch(key)
+    assert call(app, "POST", "/batches", resident)[0] == 200
+    before = state(app), call(app, "GET", "/estimate")
+    body = mutate(resident, edits, cut) if use_sample else data
+    headers = {} if content_type is None else {"Content-Type": content_type}
+    status, answer = call(app, "POST", "/batches", body, headers)
+    check_answer(status, answer)
+    if status != 200:
+        assert (state(app), call(app, "GET", "/estimate")) == before
+
+
+UPLOADS = given(key=st.sampled_from(sorted(DEPLOYMENTS)), data=st.binary(max_size=600), edits=EDITS,
+                cut=st.none() | st.integers(0, 10**6), use_sample=st.booleans(), content_type=CONTENT_TYPES,
+                sender=st.text(min_size=1, max_size=40))
+BATCHES = given(key=st.sampled_from(sorted(DEPLOYMENTS)), data=st.binary(max_size=600), edits=EDITS,
+                cut=st.none() | st.integers(0, 10**6), use_sample=st.booleans(), content_type=CONTENT_TYPES)
+
+
+@FAST
+@UPLOADS
+def test_uploads_endpoint(**case):
+    check_uploads(**case)
+
+
+@pytest.mark.slow
+@SLOW
+@UPLOADS
+def test_uploads_endpoint_longer(**case):
+    check_uploads(**case)
+
+
+@FAST
+@BATCHES
+def test_batches_endpoint(**case):
+    check_batches(**case)
+
+
+@pytest.mark.slow
+@SLOW
+@BATCHES
+def test_batches_endpoint_longer(**case):
+    check_batches(**case)
+
+
+@settings(FAST, max_examples=30)
+@given(method=st.sampled_from(["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"]),
+       path=st.sampled_from(["/", "/uploads", "/release", "/status", "/protocol", "/batches", "/estimate", "/x/../status",
+                             "/uploads/", "//status"]),
+       length=st.none() | st.integers(0, 10**30).map(str) | st.text(max_size=8))
+def test_routes_methods_and_lengths(method, path, length):
+    for app in (shuffler_app(DEPLOYMENTS["rr"], limits=LIMITS), analyzer_app(DEPLOYMENTS["rr"], limits=LIMITS)):
+        headers = {} if length is None else {"Content-Length": length.encode("latin-1", "replace").decode("latin-1")}
+        status, answer = call(app, method, path, b"", headers)
+        assert status in (200, 307, 400, 404, 405, 413), (method, path, status, answer)
+        if status in (400, 413):
+            assert TEMPLATE.match(answer.decode()), answer

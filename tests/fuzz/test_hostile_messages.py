@@ -241,3 +241,15 @@ def test_a_batch_claiming_more_senders_than_its_messages_allow_is_refused():
     analyzer = Analyzer(deployment)
     forged = deployment.spec.encode_batch(np.zeros(0, dtype=np.int64), n_senders=10**9, batch_id=bytes(16))
     refusal(analyzer.absorb, forged)
+
+
+@pytest.mark.xfail(strict=True, reason="the analyzer absorbs a batch of fewer senders than the deployment's min_senders "
+                   "(which its fingerprint commits to): one forged 1-sender batch makes guarantee_crowd 1 for everyone. "
+                   "Refusing it in Analyzer.absorb needs the test vectors (1-sender batches, min_senders 100) and "
+                   "benchmarks/bench_wire.py's 3NB batch regenerated")
+def test_a_batch_below_min_senders_is_refused():
+    deployment = Deployment(protocol("RRBitSum", 20), n_instances=1, min_senders=20)
+    analyzer = Analyzer(deployment)
+    small = deployment.spec.encode_batch(np.zeros(1, dtype=np.int64), n_senders=1, batch_id=bytes(16))
+    refusal(analyzer.absorb, small, parameter=("data", "batch"))
+    assert analyzer.n_batches == 0

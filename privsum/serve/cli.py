@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from privsum.exceptions import InvalidParameterError
 from privsum.serve.limits import ServiceLimits, read_token
 
 __all__ = ["ANALYZER", "COMMANDS", "PROTOCOL_FILE", "SHUFFLER", "SIMULATE", "Command", "main"]
@@ -116,9 +117,13 @@ def _service(args: argparse.Namespace) -> int:
     from privsum.parties import Deployment
     from privsum.serve.apps import analyzer_app, shuffler_app
 
-    deployment = Deployment.load(args.protocol_file)
-    limits = _limits(args)
-    token = None if args.operator_token_file is None else read_token(args.operator_token_file)
+    try:
+        deployment = Deployment.load(args.protocol_file)
+        limits = _limits(args)
+        token = None if args.operator_token_file is None else read_token(args.operator_token_file)
+    except InvalidParameterError as error:  # a bad option or file: say which, without a traceback
+        print(f"python -m privsum {args.command}: error: {error}", file=sys.stderr)
+        return 2
     if args.command == "shuffler":
         app = shuffler_app(deployment, analyzer_url=args.analyzer_url, limits=limits, operator_token=token)
     else:

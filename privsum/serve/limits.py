@@ -144,11 +144,14 @@ def _too_large(owner: str, limits: ServiceLimits, value: str) -> InvalidParamete
 
 def read_token(path: str | Path) -> str:
     """The operator token in the file ``path`` (its first line; at least 16 printable ASCII characters)."""
-    lines = Path(path).read_text().splitlines()
+    constraint = "a readable file whose first line has at least 16 printable ASCII characters without spaces"
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        raise invalid("operator_token_file", "read_token", constraint, f"{path}: {type(error).__name__}") from None
     token = lines[0].strip() if lines else ""
     if not (len(token) >= 16 and token.isascii() and token.isprintable() and " " not in token):
-        raise invalid("operator_token_file", "read_token", "a first line of at least 16 printable ASCII characters without spaces",
-                      f"{len(token)} characters")
+        raise invalid("operator_token_file", "read_token", constraint, f"{len(token)} characters")
     return token
 
 

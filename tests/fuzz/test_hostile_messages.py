@@ -253,3 +253,28 @@ def test_a_batch_below_min_senders_is_refused():
     small = deployment.spec.encode_batch(np.zeros(1, dtype=np.int64), n_senders=1, batch_id=bytes(16))
     refusal(analyzer.absorb, small, parameter=("data", "batch"))
     assert analyzer.n_batches == 0
+
+
+def _file_content(parameters):
+    content = Deployment(protocol("RRBitSum", 20), n_instances=1).to_file_dict()
+    return content | {"parameters": parameters}
+
+
+@pytest.mark.parametrize("depth", [40, 5000])
+def test_deeply_nested_protocol_files_are_refused(depth, tmp_path):
+    nested: object = 1
+    for _ in range(depth):
+        nested = [nested]
+    text = refusal(Deployment.from_file_dict, _file_content({"n_users": nested}), parameter="parameters")
+    assert "levels deep" in text
+    component: object = {"class": "RRBitSum", "parameters": {}}
+    for _ in range(depth):
+        component = {"class": "RRBitSum", "parameters": {"n_users": component}}
+    refusal(Deployment.from_file_dict, _file_content({"n_users": component}), parameter="parameters")
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 200_000 + "]" * 200_000)
+    refusal(Deployment.load, path, parameter="path")
+    for text in ("not json", "\xff\xfe"):
+        path.write_bytes(text.encode("latin-1"))
+        refusal(Deployment.load, path, parameter="path")
+    refusal(Deployment.load, tmp_path / "missing.json", parameter="path")

@@ -19,9 +19,10 @@ import numpy as np
 import pytest
 
 from privsum.bitsum import RRBitSum
+from privsum.exceptions import InvalidParameterError
 from privsum.parties import Client, Deployment, Shuffler
 from privsum.serve import pack_records
-from privsum.serve.simulator import get_json, post
+from privsum.serve.simulator import fetch_deployment, get_json, post
 
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
@@ -384,3 +385,9 @@ def test_idle_connections_beyond_the_limit_get_503_then_are_closed(small_shuffle
     finally:
         for connection in idle:
             connection.close()
+
+
+def test_clients_pin_the_fingerprint_of_the_protocol_file(shuffler):
+    assert fetch_deployment(shuffler.url, fingerprint=DEPLOYMENT.fingerprint.hex()).fingerprint == DEPLOYMENT.fingerprint
+    with pytest.raises(InvalidParameterError, match="'url' parameter of fetch_deployment must be a service of the fing"):
+        fetch_deployment(shuffler.url, fingerprint=FOREIGN.fingerprint.hex())

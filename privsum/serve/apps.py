@@ -74,9 +74,13 @@ class _UploadDesk:
         self.shuffler, self.limits = Shuffler(deployment), limits
         self.max_upload = deployment.spec.upload_header_bytes + (deployment.cap.total * deployment.spec.field_bits + 7) // 8
         self.identities = 0  # senders accepted in this collection (held, or released and kept to refuse again)
+        self.largest_batch = largest_crowd(deployment)
 
     def submit(self, sender: str, upload: bytes) -> None:
         limits, cap = self.limits, self.shuffler.deployment.cap.total
+        if self.largest_batch is not None and self.shuffler.n_senders >= self.largest_batch:
+            raise invalid("sender", self.OWNER, f"one of at most {self.largest_batch} senders of one batch (the protocol's "
+                          "n_users: its guarantee covers no larger crowd; release a batch first)", sender)
         if self.identities >= limits.max_senders:
             raise invalid("sender", self.OWNER, f"one of at most {limits.max_senders} senders of this collection "
                           "(max_senders: the shuffler is full)", sender)
@@ -105,6 +109,23 @@ class _UploadDesk:
                     refused.append({"index": index, "error": str(error)})
         return JSONResponse({"accepted": len(records) - n_refused, "refused": refused, "n_refused": n_refused,
                              "senders": self.shuffler.n_senders})
+
+
+def largest_crowd(deployment: Deployment) -> int | None:
+    """The most senders one batch may have, where the protocol has a bound: its ``n_users``, if it has no guarantee beyond.
+
+    Split-and-mix sums size their modulus for ``n_users`` and give no guarantee for more
+    participants: a larger batch would leave the analyzer without an estimate for the whole collection.
+    """
+    protocol = deployment.protocol
+    n_users = getattr(protocol, "n_users", None)
+    if not isinstance(n_users, int):
+        return None
+    try:
+        protocol.guarantee_for_participants(n_users + 1)
+    except InvalidParameterError:
+        return n_users
+    return None
 
 
 def _forward(analyzer_url: str, batch: bytes, token: str | None) -> None:
@@ -149,7 +170,8 @@ def shuffler_app(deployment: Deployment, *, analyzer_url: str | None = None, lim
 
     async def status(request: Request) -> Response:
         return JSONResponse(_status(deployment, senders=shuffler.n_senders, ready=shuffler.ready,
-                                    messages=shuffler.n_messages, identities=desk.identities))
+                                    messages=shuffler.n_messages, identities=desk.identities,
+                                    largest_batch=desk.largest_batch))
 
     async def protocol(request: Request) -> Response:
         return JSONResponse(deployment.to_file_dict())

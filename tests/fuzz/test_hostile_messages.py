@@ -10,6 +10,7 @@ the analyzer's view, participants and batches as they were. Random mutations are
 from __future__ import annotations
 
 import functools
+import math
 import re
 import tracemalloc
 
@@ -278,3 +279,19 @@ def test_deeply_nested_protocol_files_are_refused(depth, tmp_path):
         path.write_bytes(text.encode("latin-1"))
         refusal(Deployment.load, path, parameter="path")
     refusal(Deployment.load, tmp_path / "missing.json", parameter="path")
+
+
+@pytest.mark.xfail(strict=True, reason="Shuffler accepts more senders for one batch than a split-and-mix sum covers "
+                   "(n_users: the modulus is sized for them) and Analyzer absorbs the batch; its guarantee is then refused "
+                   "for the whole collection. The HTTP service refuses these senders (privsum.serve.apps.largest_crowd); "
+                   "the parties need the protocol's largest crowd as a public property")
+def test_the_parties_keep_batches_within_the_protocols_crowd():
+    deployment = Deployment(protocol("MultiMessageSum", 5), n_instances=1, min_senders=1)
+    shuffler, client, analyzer = Shuffler(deployment, rng=0), Client(deployment, rng=1), Analyzer(deployment)
+    for sender in range(6):
+        try:
+            shuffler.submit(sender, client.encode([1]))
+        except InvalidParameterError:
+            break
+    analyzer.absorb(shuffler.release())
+    assert analyzer.guarantee.epsilon < math.inf

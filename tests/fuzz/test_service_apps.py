@@ -169,3 +169,32 @@ def test_routes_methods_and_lengths(method, path, length):
         assert status in (200, 307, 400, 404, 405, 413), (method, path, status, answer)
         if status in (400, 413):
             assert TEMPLATE.match(answer.decode()), answer
+
+
+def test_batches_stay_within_the_crowd_the_protocol_covers():
+    """A split-and-mix sum covers at most n_users participants: the service holds no more for one batch."""
+    from tests.parties.protocols import protocol
+
+    deployment = Deployment(protocol("MultiMessageSum", 5), n_instances=1, min_senders=2)
+    shuffler, analyzer = shuffler_app(deployment, limits=LIMITS), analyzer_app(deployment, limits=LIMITS)
+    client = Client(deployment, rng=0)
+    records = [(f"user-{i}", client.encode([i % 2])) for i in range(7)]
+    answer = json.loads(call(shuffler, "POST", "/uploads", pack_records(records))[1])
+    assert (answer["accepted"], answer["n_refused"]) == (5, 2)
+    assert TEMPLATE.match(answer["refused"][0]["error"]) and "at most 5 senders of one batch" in answer["refused"][0]["error"]
+    status, batch = call(shuffler, "POST", "/release")
+    assert status == 200 and call(analyzer, "POST", "/batches", batch)[0] == 200
+    status, body = call(analyzer, "GET", "/estimate")
+    assert status == 200 and json.loads(body)["participants"] == 5
+
+
+def test_a_guarantee_without_a_finite_epsilon_is_answered_in_json():
+    """One sender of a noise-sharing sum has no finite epsilon: the answer names it instead of failing (was a 500)."""
+    from tests.parties.protocols import protocol
+
+    deployment = Deployment(protocol("CorrelatedNoiseSum", 20), n_instances=1, min_senders=1)
+    shuffler, analyzer = shuffler_app(deployment, limits=LIMITS), analyzer_app(deployment, limits=LIMITS)
+    call(shuffler, "POST", "/uploads", pack_records([("alone", Client(deployment, rng=0).encode([1]))]))
+    assert call(analyzer, "POST", "/batches", call(shuffler, "POST", "/release")[1])[0] == 200
+    status, body = call(analyzer, "GET", "/estimate")
+    assert status == 200 and json.loads(body)["guarantee"]["epsilon"] == "inf"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import urllib.parse
 import urllib.request
 from typing import Any
 
@@ -136,6 +137,15 @@ def _forward(analyzer_url: str, batch: bytes, token: str | None) -> None:
         answer.read()
 
 
+def _check_url(url: Any, name: str, owner: str) -> None:
+    constraint = "an http:// or https:// URL with a host, of printable ASCII without spaces"
+    if not (isinstance(url, str) and url.isascii() and url.isprintable() and " " not in url):
+        raise invalid(name, owner, constraint, url)
+    parsed = urllib.parse.urlsplit(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise invalid(name, owner, constraint, url)
+
+
 def _header_text(text: str) -> str:
     """``text`` as a safe HTTP header value: printable ASCII, at most 200 characters."""
     return "".join(c if " " <= c <= "~" else "?" for c in text[:200])
@@ -151,6 +161,8 @@ def shuffler_app(deployment: Deployment, *, analyzer_url: str | None = None, lim
     collection into small batches), and the forwarded batches carry it to the analyzer.
     """
     _require_starlette()
+    if analyzer_url is not None:
+        _check_url(analyzer_url, "analyzer_url", "shuffler_app")
     desk = _UploadDesk(deployment, _check_limits(limits, ServiceLimits(), "shuffler_app"))
     shuffler = desk.shuffler
 
@@ -163,7 +175,7 @@ def shuffler_app(deployment: Deployment, *, analyzer_url: str | None = None, lim
         if analyzer_url is not None:
             try:
                 await run_in_threadpool(_forward, analyzer_url, batch, operator_token)
-            except OSError as error:  # (URLError is one) the batch is in the body: the operator posts it again
+            except Exception as error:  # any failure: the batch is in the body, the operator posts it again
                 return Response(batch, status_code=502, media_type=OCTET_STREAM,
                                 headers={"X-Privsum-Forward-Error": _header_text(str(error))})
         return Response(batch, media_type=OCTET_STREAM)

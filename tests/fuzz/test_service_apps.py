@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from privsum.bitsum import RRBitSum, ThreeNBBitSum
-from privsum.parties import Client, Deployment, Shuffler
+from privsum.exceptions import InvalidParameterError
+from privsum.parties import Analyzer, Client, Deployment, Shuffler
 from privsum.serve import pack_records
 
 pytest.importorskip("starlette")
@@ -198,3 +199,20 @@ def test_a_guarantee_without_a_finite_epsilon_is_answered_in_json():
     assert call(analyzer, "POST", "/batches", call(shuffler, "POST", "/release")[1])[0] == 200
     status, body = call(analyzer, "GET", "/estimate")
     assert status == 200 and json.loads(body)["guarantee"]["epsilon"] == "inf"
+
+
+def test_a_failed_forward_returns_the_batch():
+    deployment = DEPLOYMENTS["rr"]
+    for url in ("http://127.0.0.1:1", "http://[::1]:1/x?y"):
+        app = shuffler_app(deployment, analyzer_url=url, limits=LIMITS)
+        call(app, "POST", "/uploads", pack_records([(f"s{i}", sample_upload("rr", i)) for i in range(2)]))
+        status, batch = call(app, "POST", "/release")
+        assert status == 502 and Analyzer(deployment).absorb(batch) == 6  # the whole batch, to post again
+        assert state(app)["senders"] == 0  # released: the operator posts the batch again
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:1/\r\nX-Injected: 1", "ftp://host", "http://", "127.0.0.1:8001", 8001,
+                                 "http://h\u00e9st"])
+def test_malformed_analyzer_urls_are_refused_at_start(url):
+    with pytest.raises(InvalidParameterError, match="'analyzer_url' parameter of shuffler_app"):
+        shuffler_app(DEPLOYMENTS["rr"], analyzer_url=url)

@@ -113,7 +113,7 @@ async def read_body(request: Any, limits: ServiceLimits, owner: str) -> bytearra
     if declared is not None:
         if not (declared.isascii() and declared.isdigit()):
             raise RequestRefusedError(400, invalid("Content-Length", owner, "a decimal byte count", declared[:40]))
-        if len(declared) > _MAX_LENGTH_DIGITS or int(declared) > limits.max_body_bytes:
+        if len(declared.lstrip("0")) > _MAX_LENGTH_DIGITS or int(declared) > limits.max_body_bytes:
             raise RequestRefusedError(413, _too_large(owner, limits, f"{declared[:40]} bytes (Content-Length)"))
     body = bytearray()
     try:

@@ -391,3 +391,25 @@ def test_clients_pin_the_fingerprint_of_the_protocol_file(shuffler):
     assert fetch_deployment(shuffler.url, fingerprint=DEPLOYMENT.fingerprint.hex()).fingerprint == DEPLOYMENT.fingerprint
     with pytest.raises(InvalidParameterError, match="'url' parameter of fetch_deployment must be a service of the fing"):
         fetch_deployment(shuffler.url, fingerprint=FOREIGN.fingerprint.hex())
+
+
+@pytest.mark.slow
+def test_a_flood_of_senders_with_the_longest_ids_stays_within_the_bound(tmp_path):
+    """70 000 senders with 256-byte ids at a shuffler holding at most 60 000: refused beyond, memory bounded."""
+    protocol_file = tmp_path / "protocol.json"
+    deployment = Deployment(RRBitSum(n_users=10**6, flip_probability=0.1, delta=1e-6), n_instances=1)
+    deployment.save(protocol_file)
+    service = start_service("shuffler", protocol_file, extra=["--max-senders", "60000"], timeout=90)
+    try:
+        uploads = Client(deployment, rng=0).encode_many(np.ones((1000, 1), dtype=np.int8))
+        accepted = refused = 0
+        for first in range(0, 70_000, 10_000):
+            records = [(f"{first + i:0256d}", uploads[i % 1000]) for i in range(10_000)]
+            answer = json.loads(post(service.url, "/uploads", pack_records(records))[1])
+            accepted, refused = accepted + answer["accepted"], refused + answer["n_refused"]
+        assert (accepted, refused) == (60_000, 10_000)
+        assert get_json(service.url, "/status")["identities"] == 60_000
+        peak = service.peak_memory_bytes()
+        assert peak is None or peak < 512 << 20
+    finally:
+        service.stop()

@@ -214,13 +214,13 @@ def _json_array(value: Any) -> Any:
 
 def analyzer_app(deployment: Deployment, *, limits: ServiceLimits | None = None,
                  operator_token: str | None = None) -> Starlette:
-    """The analyzer service of ``deployment`` (``limits`` default: `ServiceLimits.analyzer()`).
+    """The analyzer service of ``deployment`` (``limits`` default: `ServiceLimits()`).
 
     With ``operator_token``, ``POST /batches`` needs ``Authorization: Bearer <token>`` (else 401):
     only the shuffler, which holds the token, can add batches.
     """
     _require_starlette()
-    limits = _check_limits(limits, ServiceLimits.analyzer(), "analyzer_app")
+    limits = _check_limits(limits, ServiceLimits(), "analyzer_app")
     analyzer = Analyzer(deployment)
 
     async def batches(request: Request) -> Response:

@@ -51,7 +51,7 @@ def _service_arguments(role: str) -> Callable[[argparse.ArgumentParser], None]:
         service.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
         service.add_argument("--port", type=int, default=0, help="port (default 0: a free port)")
         service.add_argument("--max-body-bytes", type=int, default=None,
-                             help="largest request body accepted (default 64 MiB shuffler, 1 GiB analyzer)")
+                             help="largest request body accepted (default 64 MiB)")
         service.add_argument("--body-timeout", type=float, default=None,
                              help="seconds within which a request body must arrive whole (default 60)")
         service.add_argument("--max-connections", type=int, default=None,
@@ -136,9 +136,9 @@ _LIMIT_OPTIONS = ("max_body_bytes", "body_timeout", "max_connections", "keep_ali
 
 
 def _limits(args: argparse.Namespace) -> ServiceLimits:
-    """The service's `ServiceLimits`: its role's defaults, with the options given."""
+    """The service's `ServiceLimits`: the defaults, with the options given."""
     given = {name: getattr(args, name) for name in _LIMIT_OPTIONS if getattr(args, name, None) is not None}
-    return ServiceLimits(**given) if args.command == "shuffler" else ServiceLimits.analyzer(**given)
+    return ServiceLimits(**given)
 
 
 def _simulate(args: argparse.Namespace) -> int:

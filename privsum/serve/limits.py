@@ -43,7 +43,9 @@ class ServiceLimits:
     """What one service accepts per request and holds in all (``python -m privsum shuffler|analyzer`` options).
 
     Attributes:
-        max_body_bytes: the largest request body (``--max-body-bytes``).
+        max_body_bytes: the largest request body (``--max-body-bytes``). The analyzer decodes a
+            batch in memory several times its size (tens of bytes per message for the protocols
+            with large alphabets, whose view is sparse): raise it only with the memory for that.
         body_timeout: seconds within which a whole request body must arrive (``--body-timeout``).
         max_records: the most uploads in one ``POST /uploads`` body (``--max-records``; shuffler).
         max_senders: the most sender identities the shuffler holds in one collection, held for the
@@ -57,8 +59,8 @@ class ServiceLimits:
         head_timeout: seconds within which a request's head must arrive whole (``--head-timeout``).
 
     Examples:
-        >>> ServiceLimits().max_body_bytes, ServiceLimits.analyzer().max_body_bytes
-        (67108864, 1073741824)
+        >>> ServiceLimits().max_body_bytes
+        67108864
         >>> ServiceLimits(max_senders=0)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
@@ -84,11 +86,6 @@ class ServiceLimits:
         check_integer(self.max_connections, "max_connections", owner, low=1, high=2**20)
         check_real(self.keep_alive, "keep_alive", owner, low=0.0, high=86400.0, low_open=True)
         check_real(self.head_timeout, "head_timeout", owner, low=0.0, high=86400.0, low_open=True)
-
-    @classmethod
-    def analyzer(cls, **limits: Any) -> ServiceLimits:
-        """The analyzer's defaults: bodies (whole batches) up to 1 GiB."""
-        return cls(**({"max_body_bytes": 1 << 30} | limits))
 
 
 class RequestRefusedError(Exception):

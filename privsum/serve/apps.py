@@ -14,6 +14,7 @@ import json
 import math
 import urllib.parse
 import urllib.request
+import warnings
 from typing import Any
 
 import numpy as np
@@ -113,17 +114,20 @@ class _UploadDesk:
 
 
 def largest_crowd(deployment: Deployment) -> int | None:
-    """The most senders one batch may have, where the protocol has a bound: its ``n_users``, if it has no guarantee beyond.
+    """The most senders one batch may have, where the protocol has a bound: its ``n_users``, if it refuses more.
 
-    Split-and-mix sums size their modulus for ``n_users`` and give no guarantee for more
-    participants: a larger batch would leave the analyzer without an estimate for the whole collection.
+    Split-and-mix sums size their modulus for ``n_users``: their ``check_participants`` (the
+    protocols' hook for the number of users of a run) refuses more, and a larger batch would leave
+    the analyzer without a guarantee for the whole collection.
     """
     protocol = deployment.protocol
     n_users = getattr(protocol, "n_users", None)
     if not isinstance(n_users, int):
         return None
     try:
-        protocol.guarantee_for_participants(n_users + 1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            protocol.check_participants(n_users + 1)
     except InvalidParameterError:
         return n_users
     return None

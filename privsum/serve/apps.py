@@ -192,12 +192,24 @@ def shuffler_app(deployment: Deployment, *, analyzer_url: str | None = None, lim
     async def protocol(request: Request) -> Response:
         return JSONResponse(deployment.to_file_dict())
 
-    return Starlette(routes=[
+    return _service("the shuffler", [
         Route("/uploads", desk.handle, methods=["POST"]),
         Route("/release", release, methods=["POST"]),
         Route("/status", status, methods=["GET"]),
         Route("/protocol", protocol, methods=["GET"]),
     ])
+
+
+def _service(role: str, routes: list[Route]) -> Starlette:
+    """The application of ``routes``; an unknown route (404) or method (405) is refused in the library's template."""
+    offered = ", ".join(f"{method} {route.path}" for route in routes for method in sorted(route.methods - {"HEAD"}))
+
+    async def unknown(request: Request, error: Exception) -> Response:
+        status = getattr(error, "status_code", 404)
+        refusal = invalid("request", role, f"one of {offered}", f"{request.method} {request.url.path}"[:200])
+        return PlainTextResponse(str(refusal), status_code=status, headers=getattr(error, "headers", None))
+
+    return Starlette(routes=routes, exception_handlers={404: unknown, 405: unknown})
 
 
 def _json_number(value: float) -> float | str:
@@ -258,7 +270,7 @@ def analyzer_app(deployment: Deployment, *, limits: ServiceLimits | None = None,
     async def protocol(request: Request) -> Response:
         return Response(json.dumps(deployment.to_file_dict()), media_type="application/json")
 
-    return Starlette(routes=[
+    return _service("the analyzer", [
         Route("/batches", batches, methods=["POST"]),
         Route("/estimate", estimate, methods=["GET"]),
         Route("/status", status, methods=["GET"]),

@@ -168,7 +168,7 @@ def test_routes_methods_and_lengths(method, path, length):
         headers = {} if length is None else {"Content-Length": length.encode("latin-1", "replace").decode("latin-1")}
         status, answer = call(app, method, path, b"", headers)
         assert status in (200, 307, 400, 404, 405, 413), (method, path, status, answer)
-        if status in (400, 413):
+        if status in (400, 404, 405, 413) and method != "HEAD":
             assert TEMPLATE.match(answer.decode()), answer
 
 

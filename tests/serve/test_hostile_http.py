@@ -198,6 +198,8 @@ def test_unknown_routes_methods_and_queries(shuffler, analyzer):
     ]:
         answer = exchange(service.url, request_head(method, path, {"Connection": "close", "Content-Length": "0"}))
         assert answer.status == expected, (method, path, answer)
+        if expected in (404, 405):
+            assert_refusal(answer.status, answer.body, expected, "'request'", "GET /status", f"{method} ")
 
 
 def test_sender_ids_non_ascii_huge_and_duplicate(shuffler):

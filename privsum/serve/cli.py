@@ -50,25 +50,28 @@ def _service_arguments(role: str) -> Callable[[argparse.ArgumentParser], None]:
         service.add_argument("--protocol-file", required=True, help="the deployment's protocol file (JSON)")
         service.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
         service.add_argument("--port", type=int, default=0, help="port (default 0: a free port)")
+        limits = ServiceLimits()
         service.add_argument("--max-body-bytes", type=int, default=None,
-                             help="largest request body accepted (default 64 MiB)")
+                             help=f"largest request body accepted (default {limits.max_body_bytes})")
         service.add_argument("--body-timeout", type=float, default=None,
-                             help="seconds within which a request body must arrive whole (default 60)")
+                             help=f"seconds within which a request body must arrive whole (default {limits.body_timeout:g})")
+        service.add_argument("--head-timeout", type=float, default=None,
+                             help=f"seconds within which a request's head must arrive (default {limits.head_timeout:g})")
         service.add_argument("--max-connections", type=int, default=None,
-                             help="concurrent connections before answering 503 (default 1000)")
-        service.add_argument("--keep-alive", type=float, default=None, help="idle keep-alive seconds (default 5)")
+                             help=f"concurrent connections before answering 503 (default {limits.max_connections})")
+        service.add_argument("--keep-alive", type=float, default=None,
+                             help=f"idle keep-alive seconds (default {limits.keep_alive:g})")
         service.add_argument("--operator-token-file", default=None,
                              help="file holding the operator token that POST /release (shuffler) and POST /batches "
                                   "(analyzer) require as 'Authorization: Bearer TOKEN'")
-        service.add_argument("--head-timeout", type=float, default=None,
-                             help="seconds within which a request's head must arrive (default 10)")
         if role == "shuffler":
             service.add_argument("--analyzer-url", default=None, help="forward every released batch to this analyzer")
-            service.add_argument("--max-records", type=int, default=None, help="uploads per request (default 100000)")
+            service.add_argument("--max-records", type=int, default=None,
+                                 help=f"uploads per request (default {limits.max_records})")
             service.add_argument("--max-senders", type=int, default=None,
-                                 help="sender identities held per collection (default 1000000)")
+                                 help=f"sender identities held per collection (default {limits.max_senders})")
             service.add_argument("--max-messages", type=int, default=None,
-                                 help="messages held for the next batch (default 2^26)")
+                                 help=f"messages held for the next batch (default {limits.max_messages})")
 
     return add
 

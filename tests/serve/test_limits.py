@@ -53,3 +53,22 @@ def test_services_refuse_bad_options_without_a_traceback(options, tmp_path, caps
     assert "must be" in capsys.readouterr().err
     assert main(["analyzer", "--protocol-file", str(tmp_path / "missing.json")]) == 2
     assert "'path' parameter of Deployment.load" in capsys.readouterr().err
+
+
+def test_the_deployment_page_states_the_defaults():
+    """The limits table of docs/deployment.md against `ServiceLimits` (the page is written by hand)."""
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "deployment.md").read_text()
+    rows = re.findall(r"^\| `--([a-z-]+)`(?: \(shuffler\))? \| ([^|]+) \|", page, re.M)
+    defaults, stated = ServiceLimits(), {}
+    for option, text in rows:
+        name, text = option.replace("-", "_"), text.strip()
+        if hasattr(defaults, name):
+            number = re.fullmatch(r"(\d+)(?: (MiB|s))?|2\^(\d+)", text)
+            assert number, (option, text)
+            value = 2 ** int(number[3]) if number[3] else int(number[1]) << (20 if number[2] == "MiB" else 0)
+            stated[name] = value
+    assert stated == {name: getattr(defaults, name) for name in stated}
+    assert set(stated) == set(ServiceLimits.__dataclass_fields__)

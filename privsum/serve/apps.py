@@ -86,11 +86,17 @@ class _UploadDesk:
         if self.identities >= limits.max_senders:
             raise invalid("sender", self.OWNER, f"one of at most {limits.max_senders} senders of this collection "
                           "(max_senders: the shuffler is full)", sender)
-        if self.shuffler.n_messages + cap > limits.max_messages:
-            raise invalid("upload", self.OWNER, f"room for {cap} more messages within max_messages={limits.max_messages} "
+        count = min(cap, self._declared_count(upload))  # the header's count (the Shuffler checks it against the cap)
+        if self.shuffler.n_messages + count > limits.max_messages:
+            raise invalid("upload", self.OWNER, f"room for its {count} messages within max_messages={limits.max_messages} "
                           "held (release a batch first)", f"{self.shuffler.n_messages} held")
         self.shuffler.submit(sender, upload)
         self.identities += 1
+
+    def _declared_count(self, upload: bytes) -> int:
+        """The message count an upload's header states (its last 4 bytes, big-endian; 0 if too short to say)."""
+        end = self.shuffler.deployment.spec.upload_header_bytes
+        return int.from_bytes(upload[end - 4 : end], "big") if len(upload) >= end else 0
 
     async def handle(self, request: Request) -> Response:
         try:

@@ -52,7 +52,7 @@ class ServiceLimits:
             next batch plus those of earlier batches (``--max-senders``; shuffler). Each costs a few
             hundred bytes (its id of at most 256 bytes, and its entry in two sets).
         max_messages: the most messages the shuffler holds for the next batch (``--max-messages``;
-            shuffler): 8 bytes each. An upload is refused unless a full one (the per-sender cap) fits.
+            shuffler): 8 bytes each. An upload whose messages do not fit is refused.
         max_connections: concurrent connections and requests before Uvicorn answers 503
             (``--max-connections``).
         keep_alive: seconds an idle keep-alive connection stays open (``--keep-alive``).

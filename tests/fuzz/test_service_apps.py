@@ -216,3 +216,18 @@ def test_a_failed_forward_returns_the_batch():
 def test_malformed_analyzer_urls_are_refused_at_start(url):
     with pytest.raises(InvalidParameterError, match="'analyzer_url' parameter of shuffler_app"):
         shuffler_app(DEPLOYMENTS["rr"], analyzer_url=url)
+
+
+@pytest.mark.slow
+def test_every_protocol_answers_its_estimate_longer():
+    """A released batch of every protocol through the analyzer service: 200 with finite JSON, or 501 for the KDE."""
+    from tests.fuzz.test_hostile_messages import NAMES, sample
+
+    for name in NAMES:
+        deployment, _, batch = sample(name)
+        app = analyzer_app(deployment, limits=LIMITS)
+        assert call(app, "POST", "/batches", batch)[0] == 200
+        status, body = call(app, "GET", "/estimate")
+        assert status == (501 if name == "ShuffledKDE" else 200), (name, body)
+        if status == 200:
+            assert json.loads(body)["participants"] == 4

@@ -225,7 +225,7 @@ def test_every_protocol_answers_its_estimate_longer():
 
     for name in NAMES:
         deployment, _, batch = sample(name)
-        app = analyzer_app(deployment, limits=LIMITS)
+        app = analyzer_app(deployment)
         assert call(app, "POST", "/batches", batch)[0] == 200
         status, body = call(app, "GET", "/estimate")
         assert status == (501 if name == "ShuffledKDE" else 200), (name, body)

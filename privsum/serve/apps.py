@@ -239,16 +239,28 @@ def analyzer_app(deployment: Deployment, *, limits: ServiceLimits | None = None,
     """The analyzer service of ``deployment`` (``limits`` default: `ServiceLimits()`).
 
     With ``operator_token``, ``POST /batches`` needs ``Authorization: Bearer <token>`` (else 401):
-    only the shuffler, which holds the token, can add batches.
+    only the shuffler, which holds the token, can add batches. A batch stating fewer senders than
+    ``min_senders`` (one such batch would set every user's guarantee to that crowd's) or more than
+    `largest_crowd` (no guarantee for the collection) is refused.
     """
     _require_starlette()
     limits = _check_limits(limits, ServiceLimits(), "analyzer_app")
     analyzer = Analyzer(deployment)
+    fewest, most = deployment.min_senders, largest_crowd(deployment)
+
+    def check_crowd(body: bytearray) -> None:
+        """Refuse a batch whose crowd the deployment rules out: below ``min_senders``, above the protocol's largest."""
+        n_senders = deployment.spec.read_batch_header(body)[1]
+        if not fewest <= n_senders <= (most or n_senders):
+            bounds = f"at least {fewest} (min_senders)" + ("" if most is None else f" and at most {most} (n_users)")
+            raise invalid("batch", "POST /batches", f"a batch of {bounds} senders", n_senders)
 
     async def batches(request: Request) -> Response:
         try:
             check_operator(request, operator_token, "POST /batches")
-            messages = analyzer.absorb(await read_body(request, limits, "POST /batches"))
+            body = await read_body(request, limits, "POST /batches")
+            check_crowd(body)
+            messages = analyzer.absorb(body)
         except (InvalidParameterError, RequestRefusedError) as error:
             return _refusal(error)
         return JSONResponse({"messages": messages, "participants": analyzer.n_participants, "batches": analyzer.n_batches})

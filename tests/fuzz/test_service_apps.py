@@ -231,3 +231,30 @@ def test_every_protocol_answers_its_estimate_longer():
         assert status == (501 if name == "ShuffledKDE" else 200), (name, body)
         if status == 200:
             assert json.loads(body)["participants"] == 4
+
+
+def test_batches_outside_the_deployments_crowd_are_refused():
+    """A batch below min_senders would set every user's guarantee to its crowd's; one above n_users voids it."""
+    deployment = DEPLOYMENTS["3nb"]
+    app = analyzer_app(deployment, limits=LIMITS)
+    batch = bytearray(sample_batch("3nb"))
+    at = deployment.spec.batch_header_bytes - 12
+    batch[at : at + 4] = (1).to_bytes(4, "big")  # 2 senders stated as 1
+    status, body = call(app, "POST", "/batches", bytes(batch))
+    check_answer(status, body)
+    assert status == 400 and "at least 2 (min_senders)" in body.decode()
+    assert state(app)["batches"] == 0
+
+    from tests.parties.protocols import protocol
+
+    shares = Deployment(protocol("MultiMessageSum", 5), n_instances=1, min_senders=2)
+    shuffler, client = Shuffler(shares, rng=0), Client(shares, rng=1)
+    for sender in range(5):
+        shuffler.submit(sender, client.encode([1]))
+    batch = bytearray(shuffler.release())
+    at = shares.spec.batch_header_bytes - 12
+    batch[at : at + 4] = (6).to_bytes(4, "big")
+    app = analyzer_app(shares, limits=LIMITS)
+    status, body = call(app, "POST", "/batches", bytes(batch))
+    check_answer(status, body)
+    assert status == 400 and state(app)["batches"] == 0

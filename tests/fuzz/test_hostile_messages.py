@@ -266,8 +266,8 @@ def test_a_batch_claiming_more_senders_than_its_messages_allow_is_refused():
 
 @pytest.mark.xfail(strict=True, reason="the analyzer absorbs a batch of fewer senders than the deployment's min_senders "
                    "(which its fingerprint commits to): one forged 1-sender batch makes guarantee_crowd 1 for everyone "
-                   "(the HTTP service refuses it). Refusing it in Analyzer.absorb needs the test vectors (1-sender batches, min_senders 100) and "
-                   "benchmarks/bench_wire.py's 3NB batch regenerated")
+                   "(the HTTP service refuses it). Refusing it in Analyzer.absorb needs the test vectors "
+                   "(1-sender batches, min_senders 100) and benchmarks/bench_wire.py's 3NB batch regenerated")
 def test_a_batch_below_min_senders_is_refused():
     deployment = Deployment(protocol("RRBitSum", 20), n_instances=1, min_senders=20)
     analyzer = Analyzer(deployment)

@@ -234,6 +234,26 @@ def _json_array(value: Any) -> Any:
     return named.tolist()
 
 
+def _estimate_answer(analyzer: Analyzer) -> Response:
+    """``GET /estimate``'s answer for the analyzer's present state."""
+    try:
+        value, guarantee = analyzer.estimate(), analyzer.guarantee
+        numbers = _json_array(value)
+    except InvalidParameterError as error:
+        return _refusal(error)
+    except (TypeError, ValueError):  # a released function (the KDE): use privsum.parties.Analyzer in process
+        name = analyzer.deployment.wire_name
+        return PlainTextResponse(f"the estimate of {name} is not an array of numbers", status_code=501)
+    return JSONResponse({
+        "estimate": numbers,
+        "participants": analyzer.n_participants,
+        "batches": analyzer.n_batches,
+        "guarantee_crowd": analyzer.guarantee_crowd,
+        "guarantee": {"epsilon": _json_number(guarantee.epsilon), "delta": _json_number(guarantee.delta),
+                      "neighbouring": str(getattr(guarantee.neighbouring, "value", guarantee.neighbouring))},
+    })
+
+
 def analyzer_app(deployment: Deployment, *, limits: ServiceLimits | None = None,
                  operator_token: str | None = None) -> Starlette:
     """The analyzer service of ``deployment`` (``limits`` default: `ServiceLimits()`).
@@ -265,22 +285,13 @@ def analyzer_app(deployment: Deployment, *, limits: ServiceLimits | None = None,
             return _refusal(error)
         return JSONResponse({"messages": messages, "participants": analyzer.n_participants, "batches": analyzer.n_batches})
 
+    answers: dict[int, Response] = {}  # by batches absorbed: the answer changes only with a new batch
+
     async def estimate(request: Request) -> Response:
-        try:
-            value, guarantee = analyzer.estimate(), analyzer.guarantee
-            numbers = _json_array(value)
-        except InvalidParameterError as error:
-            return _refusal(error)
-        except (TypeError, ValueError):  # a released function (the KDE): use privsum.parties.Analyzer in process
-            return PlainTextResponse(f"the estimate of {deployment.wire_name} is not an array of numbers", status_code=501)
-        return JSONResponse({
-            "estimate": numbers,
-            "participants": analyzer.n_participants,
-            "batches": analyzer.n_batches,
-            "guarantee_crowd": analyzer.guarantee_crowd,
-            "guarantee": {"epsilon": _json_number(guarantee.epsilon), "delta": _json_number(guarantee.delta),
-                          "neighbouring": str(getattr(guarantee.neighbouring, "value", guarantee.neighbouring))},
-        })
+        if analyzer.n_batches not in answers:  # computed once per state: repeated GETs cost nothing
+            answers.clear()
+            answers[analyzer.n_batches] = _estimate_answer(analyzer)
+        return answers[analyzer.n_batches]
 
     async def status(request: Request) -> Response:
         return JSONResponse(_status(deployment, participants=analyzer.n_participants, batches=analyzer.n_batches))

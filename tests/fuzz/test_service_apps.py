@@ -258,3 +258,16 @@ def test_batches_outside_the_deployments_crowd_are_refused():
     status, body = call(app, "POST", "/batches", bytes(batch))
     check_answer(status, body)
     assert status == 400 and state(app)["batches"] == 0
+
+
+def test_repeated_estimates_are_computed_once_per_batch(monkeypatch):
+    """GET /estimate computes the guarantee (seconds at 10^6 participants) once per absorbed batch, not per request."""
+    computed = []
+    original = Analyzer.estimate
+    monkeypatch.setattr(Analyzer, "estimate", lambda self: computed.append(1) or original(self))
+    app = analyzer_app(DEPLOYMENTS["rr"], limits=LIMITS)
+    call(app, "POST", "/batches", sample_batch("rr", 0))
+    answers = {call(app, "GET", "/estimate") for _ in range(5)}
+    assert len(answers) == 1 and len(computed) == 1
+    call(app, "POST", "/batches", sample_batch("rr", 7))
+    assert json.loads(call(app, "GET", "/estimate")[1])["batches"] == 2 and len(computed) == 2

@@ -70,18 +70,24 @@ def _component_classes() -> dict[str, type]:
     return {cls.__name__: cls for cls in components} | protocol_classes()
 
 
-def _rebuild(value: Any, owner: str) -> Any:
+#: Deepest nesting of objects and arrays in a protocol file's parameters (deeper is refused, not a RecursionError).
+_MAX_PARAMETER_DEPTH = 32
+
+
+def _rebuild(value: Any, owner: str, depth: int = 0) -> Any:
     """Parameters from a protocol file with nested ``{"class", "parameters"}`` objects built again."""
+    if depth > _MAX_PARAMETER_DEPTH:
+        raise invalid("parameters", owner, f"nested at most {_MAX_PARAMETER_DEPTH} levels deep", "deeper")
     if isinstance(value, Mapping) and set(value) == {"class", "parameters"}:
         classes = _component_classes()
         name, parameters = value["class"], value["parameters"]
         if not (isinstance(name, str) and name in classes and isinstance(parameters, Mapping)):
             raise invalid("parameters", owner, f"nested objects of the classes {sorted(classes)}", name)
-        return _construct(classes[name], _rebuild(parameters, owner), owner)
+        return _construct(classes[name], _rebuild(parameters, owner, depth + 1), owner)
     if isinstance(value, Mapping):
-        return {key: _rebuild(item, owner) for key, item in value.items()}
+        return {key: _rebuild(item, owner, depth + 1) for key, item in value.items()}
     if isinstance(value, list):  # JSON arrays: tuples of the dataclasses
-        return tuple(_rebuild(item, owner) for item in value)
+        return tuple(_rebuild(item, owner, depth + 1) for item in value)
     return value
 
 
@@ -268,7 +274,12 @@ class Deployment:
     @classmethod
     def load(cls, path: str | Path) -> Deployment:
         """Read a protocol file."""
-        return cls.from_file_dict(json.loads(Path(path).read_text()))
+        try:
+            content = json.loads(Path(path).read_text())
+        except (OSError, ValueError, RecursionError) as error:  # unreadable, not JSON, or nested past the parser's depth
+            failure = f"{path}: {type(error).__name__}"
+            raise invalid("path", "Deployment.load", "a readable protocol file of JSON", failure) from None
+        return cls.from_file_dict(content)
 
     def delta_for_cap(self, epsilon: float, n_participants: int) -> float:
         """Delta added by redrawing counts above the cap: ``(1 + e^epsilon) n exceed_probability`` (0 for fixed counts)."""

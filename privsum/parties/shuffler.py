@@ -71,6 +71,11 @@ class Shuffler:
         return len(self._senders)
 
     @property
+    def n_messages(self) -> int:
+        """Messages held for the next batch."""
+        return self._held
+
+    @property
     def ready(self) -> bool:
         """Whether at least ``min_senders`` senders are held."""
         return self.n_senders >= self.deployment.min_senders
@@ -87,6 +92,8 @@ class Shuffler:
             hash(sender)
         except TypeError:
             raise invalid("sender", "Shuffler.submit", "a hashable identity", type(sender).__name__) from None
+        if sender != sender:  # nan is never equal to itself: it would pass the one-upload check every time
+            raise invalid("sender", "Shuffler.submit", "an identity equal to itself", sender)
         if sender in self._senders or sender in self._released:
             raise invalid("sender", "Shuffler.submit", "a sender without an upload in this collection", sender)
         spec, cap = self.deployment.spec, self.deployment.cap

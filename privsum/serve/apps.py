@@ -3,20 +3,25 @@
 Shuffler: ``POST /uploads`` (a body of records, `privsum.serve.records`), ``POST /release``
 (release a batch: returned as ``application/octet-stream`` and, with an analyzer URL, forwarded
 to it), ``GET /status``, ``GET /protocol`` (the protocol file). Analyzer: ``POST /batches`` (one
-batch), ``GET /estimate``, ``GET /status``, ``GET /protocol``. Every body is read with a size
-limit before it is parsed; every refusal is a ``400`` with the error text.
+batch), ``GET /estimate``, ``GET /status``, ``GET /protocol``. Every body is read within the
+service's `ServiceLimits` before it is parsed; every refusal is a 4xx answer whose text names the
+parameter, the constraint and the value, and leaves the service's state unchanged.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import urllib.parse
 import urllib.request
+import warnings
 from typing import Any
 
 import numpy as np
 
 try:  # privsum[serve]; without it this module imports (for docs and API checks) but builds no app
     from starlette.applications import Starlette
+    from starlette.concurrency import run_in_threadpool
     from starlette.requests import Request
     from starlette.responses import JSONResponse, PlainTextResponse, Response
     from starlette.routing import Route
@@ -25,34 +30,23 @@ except ModuleNotFoundError as error:  # pragma: no cover - exercised only withou
 else:
     _STARLETTE_MISSING = None
 
+from privsum._validation import invalid
 from privsum.exceptions import InvalidParameterError
 from privsum.parties import Analyzer, Deployment, Shuffler
+from privsum.serve.limits import OCTET_STREAM, RequestRefusedError, ServiceLimits, check_operator, read_body
 from privsum.serve.records import unpack_records
 
 __all__ = ["analyzer_app", "shuffler_app"]
 
-
-class _BodyTooLargeError(Exception):
-    pass
-
-
-async def _read_body(request: Request, limit: int) -> bytes:
-    """The request body, refused as soon as it passes ``limit`` bytes (declared or streamed)."""
-    declared = request.headers.get("content-length")
-    if declared is not None and (not declared.isdigit() or int(declared) > limit):
-        raise _BodyTooLargeError(f"body of {declared} bytes over the limit of {limit}")
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _BodyTooLargeError(f"body over the limit of {limit} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
+#: Refusals listed in an ``/uploads`` answer (the rest are only counted).
+MAX_LISTED_REFUSALS = 10
+_CLOSE_AFTER = (401, 408, 413, 415)  # refused before the body was read whole: the connection is not reused
 
 
-def _refusal(error: Exception) -> PlainTextResponse:
-    status = 413 if isinstance(error, _BodyTooLargeError) else 400
-    return PlainTextResponse(str(error), status_code=status)
+def _refusal(error: Exception, status: int = 400) -> PlainTextResponse:
+    status = error.status if isinstance(error, RequestRefusedError) else status
+    headers = {"Connection": "close"} if status in _CLOSE_AFTER else None
+    return PlainTextResponse(str(error), status_code=status, headers=headers)
 
 
 def _status(deployment: Deployment, **extra: Any) -> dict[str, Any]:
@@ -65,84 +59,239 @@ def _require_starlette() -> None:
         raise ImportError("the HTTP services need the optional extra: pip install 'privsum[serve]'") from _STARLETTE_MISSING
 
 
-def shuffler_app(deployment: Deployment, *, analyzer_url: str | None = None, max_body_bytes: int = 64 << 20) -> Starlette:
-    """The shuffler service of ``deployment``; ``analyzer_url`` (e.g. ``http://127.0.0.1:8001``) receives each batch."""
-    _require_starlette()
-    shuffler = Shuffler(deployment)
-    max_upload = deployment.spec.upload_header_bytes + (deployment.cap.total * deployment.spec.field_bits + 7) // 8
+def _check_limits(limits: ServiceLimits | None, default: ServiceLimits, owner: str) -> ServiceLimits:
+    if limits is None:
+        return default
+    if not isinstance(limits, ServiceLimits):
+        raise invalid("limits", owner, "a ServiceLimits", type(limits).__name__)
+    return limits
 
-    async def uploads(request: Request) -> Response:
+
+class _UploadDesk:
+    """The shuffler behind ``POST /uploads``: admits each record within the limits, then submits it."""
+
+    OWNER = "POST /uploads"
+
+    def __init__(self, deployment: Deployment, limits: ServiceLimits) -> None:
+        self.shuffler, self.limits = Shuffler(deployment), limits
+        self.max_upload = deployment.spec.upload_header_bytes + (deployment.cap.total * deployment.spec.field_bits + 7) // 8
+        self.identities = 0  # senders accepted in this collection (held, or released and kept to refuse again)
+        self.largest_batch = largest_crowd(deployment)
+
+    def submit(self, sender: str, upload: bytes) -> None:
+        limits, cap = self.limits, self.shuffler.deployment.cap.total
+        if self.largest_batch is not None and self.shuffler.n_senders >= self.largest_batch:
+            raise invalid("sender", self.OWNER, f"one of at most {self.largest_batch} senders of one batch (the protocol's "
+                          "n_users: its guarantee covers no larger crowd; release a batch first)", sender)
+        if self.identities >= limits.max_senders:
+            raise invalid("sender", self.OWNER, f"one of at most {limits.max_senders} senders of this collection "
+                          "(max_senders: the shuffler is full)", sender)
+        count = min(cap, self._declared_count(upload))  # the header's count (the Shuffler checks it against the cap)
+        if self.shuffler.n_messages + count > limits.max_messages:
+            raise invalid("upload", self.OWNER, f"room for its {count} messages within max_messages={limits.max_messages} "
+                          "held (release a batch first)", f"{self.shuffler.n_messages} held")
+        self.shuffler.submit(sender, upload)
+        self.identities += 1
+
+    def _declared_count(self, upload: bytes) -> int:
+        """The message count an upload's header states (its last 4 bytes, big-endian; 0 if too short to say)."""
+        end = self.shuffler.deployment.spec.upload_header_bytes
+        return int.from_bytes(upload[end - 4 : end], "big") if len(upload) >= end else 0
+
+    async def handle(self, request: Request) -> Response:
         try:
-            records = unpack_records(await _read_body(request, max_body_bytes), max_upload_bytes=max_upload)
-        except (InvalidParameterError, _BodyTooLargeError) as error:
+            body = await read_body(request, self.limits, self.OWNER)
+            if not body:
+                raise invalid("body", self.OWNER, "at least one record", "0 bytes")
+            records = unpack_records(body, max_upload_bytes=self.max_upload, max_records=self.limits.max_records)
+        except (InvalidParameterError, RequestRefusedError) as error:
             return _refusal(error)
-        refused = []
+        del body
+        refused, n_refused = [], 0
         for index, (sender, upload) in enumerate(records):
             try:
-                shuffler.submit(sender, upload)
+                self.submit(sender, upload)
             except InvalidParameterError as error:
-                refused.append({"index": index, "error": str(error)})
-        return JSONResponse({"accepted": len(records) - len(refused), "refused": refused[:10],
-                             "n_refused": len(refused), "senders": shuffler.n_senders})
+                n_refused += 1
+                if len(refused) < MAX_LISTED_REFUSALS:
+                    refused.append({"index": index, "error": str(error)})
+        return JSONResponse({"accepted": len(records) - n_refused, "refused": refused, "n_refused": n_refused,
+                             "senders": self.shuffler.n_senders})
+
+
+def largest_crowd(deployment: Deployment) -> int | None:
+    """The most senders one batch may have, where the protocol has a bound: its ``n_users``, if it refuses more.
+
+    Split-and-mix sums size their modulus for ``n_users``: their ``check_participants`` (the
+    protocols' hook for the number of users of a run) refuses more, and a larger batch would leave
+    the analyzer without a guarantee for the whole collection.
+    """
+    protocol = deployment.protocol
+    n_users = getattr(protocol, "n_users", None)
+    if not isinstance(n_users, int):
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            protocol.check_participants(n_users + 1)
+    except InvalidParameterError:
+        return n_users
+    return None
+
+
+def _forward(analyzer_url: str, batch: bytes, token: str | None) -> None:
+    """POST ``batch`` to the analyzer (run in a worker thread: the event loop keeps serving)."""
+    headers = {"Content-Type": OCTET_STREAM} | ({} if token is None else {"Authorization": f"Bearer {token}"})
+    forward = urllib.request.Request(analyzer_url.rstrip("/") + "/batches", data=batch, method="POST", headers=headers)
+    with urllib.request.urlopen(forward, timeout=60) as answer:  # the operator's own URL
+        answer.read()
+
+
+def _check_url(url: Any, name: str, owner: str) -> None:
+    constraint = "an http:// or https:// URL with a host, of printable ASCII without spaces"
+    if not (isinstance(url, str) and url.isascii() and url.isprintable() and " " not in url):
+        raise invalid(name, owner, constraint, url)
+    parsed = urllib.parse.urlsplit(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise invalid(name, owner, constraint, url)
+
+
+def _header_text(text: str) -> str:
+    """``text`` as a safe HTTP header value: printable ASCII, at most 200 characters."""
+    return "".join(c if " " <= c <= "~" else "?" for c in text[:200])
+
+
+def shuffler_app(deployment: Deployment, *, analyzer_url: str | None = None, limits: ServiceLimits | None = None,
+                 operator_token: str | None = None) -> Starlette:
+    """The shuffler service of ``deployment``; ``analyzer_url`` (e.g. ``http://127.0.0.1:8001``) receives each batch.
+
+    ``limits`` (default `ServiceLimits()`) bound request bodies, their time, records per request,
+    and the senders and messages held (see `privsum.serve.limits`). With ``operator_token``,
+    ``POST /release`` needs ``Authorization: Bearer <token>`` (else 401: nobody else can split the
+    collection into small batches), and the forwarded batches carry it to the analyzer.
+    """
+    _require_starlette()
+    if analyzer_url is not None:
+        _check_url(analyzer_url, "analyzer_url", "shuffler_app")
+    desk = _UploadDesk(deployment, _check_limits(limits, ServiceLimits(), "shuffler_app"))
+    shuffler = desk.shuffler
 
     async def release(request: Request) -> Response:
         try:
+            check_operator(request, operator_token, "POST /release")
             batch = shuffler.release()
-        except InvalidParameterError as error:
+        except (InvalidParameterError, RequestRefusedError) as error:
             return _refusal(error)
         if analyzer_url is not None:
-            forward = urllib.request.Request(analyzer_url.rstrip("/") + "/batches", data=batch, method="POST",
-                                             headers={"Content-Type": "application/octet-stream"})
             try:
-                with urllib.request.urlopen(forward, timeout=60) as answer:  # the operator's own URL
-                    answer.read()
-            except OSError as error:  # (URLError is one) the batch is in the body: the operator posts it again
-                return Response(batch, status_code=502, media_type="application/octet-stream",
-                                headers={"X-Privsum-Forward-Error": str(error)[:200].encode("ascii", "replace").decode()})
-        return Response(batch, media_type="application/octet-stream")
+                await run_in_threadpool(_forward, analyzer_url, batch, operator_token)
+            except Exception as error:  # any failure: the batch is in the body, the operator posts it again
+                return Response(batch, status_code=502, media_type=OCTET_STREAM,
+                                headers={"X-Privsum-Forward-Error": _header_text(str(error))})
+        return Response(batch, media_type=OCTET_STREAM)
 
     async def status(request: Request) -> Response:
-        return JSONResponse(_status(deployment, senders=shuffler.n_senders, ready=shuffler.ready))
+        return JSONResponse(_status(deployment, senders=shuffler.n_senders, ready=shuffler.ready,
+                                    messages=shuffler.n_messages, identities=desk.identities,
+                                    largest_batch=desk.largest_batch))
 
     async def protocol(request: Request) -> Response:
         return JSONResponse(deployment.to_file_dict())
 
-    return Starlette(routes=[
-        Route("/uploads", uploads, methods=["POST"]),
+    return _service("the shuffler", [
+        Route("/uploads", desk.handle, methods=["POST"]),
         Route("/release", release, methods=["POST"]),
         Route("/status", status, methods=["GET"]),
         Route("/protocol", protocol, methods=["GET"]),
     ])
 
 
-def analyzer_app(deployment: Deployment, *, max_body_bytes: int = 1 << 30) -> Starlette:
-    """The analyzer service of ``deployment``."""
+def _service(role: str, routes: list[Route]) -> Starlette:
+    """The application of ``routes``; an unknown route (404) or method (405) is refused in the library's template."""
+    offered = ", ".join(f"{method} {route.path}" for route in routes for method in sorted(route.methods - {"HEAD"}))
+
+    async def unknown(request: Request, error: Exception) -> Response:
+        status = getattr(error, "status_code", 404)
+        refusal = invalid("request", role, f"one of {offered}", f"{request.method} {request.url.path}"[:200])
+        return PlainTextResponse(str(refusal), status_code=status, headers=getattr(error, "headers", None))
+
+    return Starlette(routes=routes, exception_handlers={404: unknown, 405: unknown})
+
+
+def _json_number(value: float) -> float | str:
+    """A float for JSON: finite as it is, otherwise its name (``"inf"``, ``"nan"``), which JSON has no number for."""
+    value = float(value)
+    return value if math.isfinite(value) else str(value)
+
+
+def _json_array(value: Any) -> Any:
+    """An array of numbers as nested lists for JSON (non-finite entries named, as `_json_number`)."""
+    numbers = np.asarray(value, dtype=float)
+    if np.isfinite(numbers).all():
+        return numbers.tolist()
+    named = numbers.astype(object)
+    named[~np.isfinite(numbers)] = [str(x) for x in numbers[~np.isfinite(numbers)]]
+    return named.tolist()
+
+
+def _estimate_answer(analyzer: Analyzer) -> Response:
+    """``GET /estimate``'s answer for the analyzer's present state."""
+    try:
+        value, guarantee = analyzer.estimate(), analyzer.guarantee
+        numbers = _json_array(value)
+    except InvalidParameterError as error:
+        return _refusal(error)
+    except (TypeError, ValueError):  # a released function (the KDE): use privsum.parties.Analyzer in process
+        name = analyzer.deployment.wire_name
+        return PlainTextResponse(f"the estimate of {name} is not an array of numbers", status_code=501)
+    return JSONResponse({
+        "estimate": numbers,
+        "participants": analyzer.n_participants,
+        "batches": analyzer.n_batches,
+        "guarantee_crowd": analyzer.guarantee_crowd,
+        "guarantee": {"epsilon": _json_number(guarantee.epsilon), "delta": _json_number(guarantee.delta),
+                      "neighbouring": str(getattr(guarantee.neighbouring, "value", guarantee.neighbouring))},
+    })
+
+
+def analyzer_app(deployment: Deployment, *, limits: ServiceLimits | None = None,
+                 operator_token: str | None = None) -> Starlette:
+    """The analyzer service of ``deployment`` (``limits`` default: `ServiceLimits()`).
+
+    With ``operator_token``, ``POST /batches`` needs ``Authorization: Bearer <token>`` (else 401):
+    only the shuffler, which holds the token, can add batches. A batch stating fewer senders than
+    ``min_senders`` (one such batch would set every user's guarantee to that crowd's) or more than
+    `largest_crowd` (no guarantee for the collection) is refused.
+    """
     _require_starlette()
+    limits = _check_limits(limits, ServiceLimits(), "analyzer_app")
     analyzer = Analyzer(deployment)
+    fewest, most = deployment.min_senders, largest_crowd(deployment)
+
+    def check_crowd(body: bytearray) -> None:
+        """Refuse a batch whose crowd the deployment rules out: below ``min_senders``, above the protocol's largest."""
+        n_senders = deployment.spec.read_batch_header(body)[1]
+        if not fewest <= n_senders <= (most or n_senders):
+            bounds = f"at least {fewest} (min_senders)" + ("" if most is None else f" and at most {most} (n_users)")
+            raise invalid("batch", "POST /batches", f"a batch of {bounds} senders", n_senders)
 
     async def batches(request: Request) -> Response:
         try:
-            messages = analyzer.absorb(await _read_body(request, max_body_bytes))
-        except (InvalidParameterError, _BodyTooLargeError) as error:
+            check_operator(request, operator_token, "POST /batches")
+            body = await read_body(request, limits, "POST /batches")
+            check_crowd(body)
+            messages = analyzer.absorb(body)
+        except (InvalidParameterError, RequestRefusedError) as error:
             return _refusal(error)
         return JSONResponse({"messages": messages, "participants": analyzer.n_participants, "batches": analyzer.n_batches})
 
+    answers: dict[int, Response] = {}  # by batches absorbed: the answer changes only with a new batch
+
     async def estimate(request: Request) -> Response:
-        try:
-            value, guarantee = analyzer.estimate(), analyzer.guarantee
-            numbers = np.asarray(value, dtype=float).tolist()
-        except InvalidParameterError as error:
-            return _refusal(error)
-        except (TypeError, ValueError):  # a released function (the KDE): use privsum.parties.Analyzer in process
-            return PlainTextResponse(f"the estimate of {deployment.wire_name} is not an array of numbers", status_code=501)
-        return JSONResponse({
-            "estimate": numbers,
-            "participants": analyzer.n_participants,
-            "batches": analyzer.n_batches,
-            "guarantee_crowd": analyzer.guarantee_crowd,
-            "guarantee": {"epsilon": guarantee.epsilon, "delta": guarantee.delta,
-                          "neighbouring": str(getattr(guarantee.neighbouring, "value", guarantee.neighbouring))},
-        })
+        if analyzer.n_batches not in answers:  # computed once per state: repeated GETs cost nothing
+            answers.clear()
+            answers[analyzer.n_batches] = _estimate_answer(analyzer)
+        return answers[analyzer.n_batches]
 
     async def status(request: Request) -> Response:
         return JSONResponse(_status(deployment, participants=analyzer.n_participants, batches=analyzer.n_batches))
@@ -150,10 +299,9 @@ def analyzer_app(deployment: Deployment, *, max_body_bytes: int = 1 << 30) -> St
     async def protocol(request: Request) -> Response:
         return Response(json.dumps(deployment.to_file_dict()), media_type="application/json")
 
-    return Starlette(routes=[
+    return _service("the analyzer", [
         Route("/batches", batches, methods=["POST"]),
         Route("/estimate", estimate, methods=["GET"]),
         Route("/status", status, methods=["GET"]),
         Route("/protocol", protocol, methods=["GET"]),
     ])
-

@@ -2,6 +2,11 @@
 
 * ``shuffler --protocol-file F [--host H] [--port P] [--analyzer-url URL]``: the shuffler service.
 * ``analyzer --protocol-file F [--host H] [--port P]``: the analyzer service.
+  Both take the limits of `privsum.serve.limits.ServiceLimits` as options (``--max-body-bytes``,
+  ``--body-timeout``, ``--head-timeout``, ``--max-connections``, ``--keep-alive``; the shuffler also ``--max-records``,
+  ``--max-senders``, ``--max-messages``), and ``--operator-token-file F``: then ``POST /release`` and
+  ``POST /batches`` need ``Authorization: Bearer TOKEN`` (the file's first line), which the
+  shuffler sends with the batches it forwards.
 * ``simulate --shuffler-url URL --users N [--ones K] [--release] [--analyzer-url URL]``: N simulated
   users send their uploads (the first K hold 1 in every instance); ``--release`` then asks the
   shuffler to release, and ``--analyzer-url`` prints the analyzer's estimate and guarantee.
@@ -23,6 +28,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from privsum.exceptions import InvalidParameterError
+from privsum.serve.limits import ServiceLimits, read_token
+
 __all__ = ["ANALYZER", "COMMANDS", "PROTOCOL_FILE", "SHUFFLER", "SIMULATE", "Command", "main"]
 
 COMMANDS = ("shuffler", "analyzer", "simulate", "protocol-file")
@@ -42,9 +50,28 @@ def _service_arguments(role: str) -> Callable[[argparse.ArgumentParser], None]:
         service.add_argument("--protocol-file", required=True, help="the deployment's protocol file (JSON)")
         service.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
         service.add_argument("--port", type=int, default=0, help="port (default 0: a free port)")
-        service.add_argument("--max-body-bytes", type=int, default=None, help="largest request body accepted")
+        limits = ServiceLimits()
+        service.add_argument("--max-body-bytes", type=int, default=None,
+                             help=f"largest request body accepted (default {limits.max_body_bytes})")
+        service.add_argument("--body-timeout", type=float, default=None,
+                             help=f"seconds within which a request body must arrive whole (default {limits.body_timeout:g})")
+        service.add_argument("--head-timeout", type=float, default=None,
+                             help=f"seconds within which a request's head must arrive (default {limits.head_timeout:g})")
+        service.add_argument("--max-connections", type=int, default=None,
+                             help=f"concurrent connections before answering 503 (default {limits.max_connections})")
+        service.add_argument("--keep-alive", type=float, default=None,
+                             help=f"idle keep-alive seconds (default {limits.keep_alive:g})")
+        service.add_argument("--operator-token-file", default=None,
+                             help="file holding the operator token that POST /release (shuffler) and POST /batches "
+                                  "(analyzer) require as 'Authorization: Bearer TOKEN'")
         if role == "shuffler":
             service.add_argument("--analyzer-url", default=None, help="forward every released batch to this analyzer")
+            service.add_argument("--max-records", type=int, default=None,
+                                 help=f"uploads per request (default {limits.max_records})")
+            service.add_argument("--max-senders", type=int, default=None,
+                                 help=f"sender identities held per collection (default {limits.max_senders})")
+            service.add_argument("--max-messages", type=int, default=None,
+                                 help=f"messages held for the next batch (default {limits.max_messages})")
 
     return add
 
@@ -57,6 +84,7 @@ def _simulate_arguments(simulate: argparse.ArgumentParser) -> None:
     simulate.add_argument("--seed", type=int, default=None, help="seed the clients (tests only; default: CSPRNG)")
     simulate.add_argument("--release", action="store_true", help="ask the shuffler to release a batch afterwards")
     simulate.add_argument("--analyzer-url", default=None, help="print this analyzer's estimate and guarantee")
+    simulate.add_argument("--operator-token-file", default=None, help="the operator token, for --release")
 
 
 def _protocol_file_arguments(protocol_file: argparse.ArgumentParser) -> None:
@@ -69,15 +97,20 @@ def _protocol_file_arguments(protocol_file: argparse.ArgumentParser) -> None:
     protocol_file.add_argument("--out", required=True)
 
 
-def _serve(app: object, role: str, host: str, port: int) -> int:
+def _serve(app: object, role: str, host: str, port: int, limits: ServiceLimits) -> int:
     import uvicorn
+
+    from privsum.serve.connections import head_deadline_protocol
 
     listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind((host, port))
     listener.listen(128)
     bound = listener.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False,
+                                           limit_concurrency=limits.max_connections,
+                                           timeout_keep_alive=limits.keep_alive,
+                                           http=head_deadline_protocol(limits.head_timeout)))
     print(f"privsum {role} listening on http://{host}:{bound}", flush=True)
     server.run(sockets=[listener])
     return 0
@@ -87,13 +120,28 @@ def _service(args: argparse.Namespace) -> int:
     from privsum.parties import Deployment
     from privsum.serve.apps import analyzer_app, shuffler_app
 
-    deployment = Deployment.load(args.protocol_file)
-    limits = {} if args.max_body_bytes is None else {"max_body_bytes": args.max_body_bytes}
+    try:
+        deployment = Deployment.load(args.protocol_file)
+        limits = _limits(args)
+        token = None if args.operator_token_file is None else read_token(args.operator_token_file)
+    except InvalidParameterError as error:  # a bad option or file: say which, without a traceback
+        print(f"python -m privsum {args.command}: error: {error}", file=sys.stderr)
+        return 2
     if args.command == "shuffler":
-        app = shuffler_app(deployment, analyzer_url=args.analyzer_url, **limits)
+        app = shuffler_app(deployment, analyzer_url=args.analyzer_url, limits=limits, operator_token=token)
     else:
-        app = analyzer_app(deployment, **limits)
-    return _serve(app, args.command, args.host, args.port)
+        app = analyzer_app(deployment, limits=limits, operator_token=token)
+    return _serve(app, args.command, args.host, args.port, limits)
+
+
+_LIMIT_OPTIONS = ("max_body_bytes", "body_timeout", "max_connections", "keep_alive", "head_timeout", "max_records",
+                  "max_senders", "max_messages")
+
+
+def _limits(args: argparse.Namespace) -> ServiceLimits:
+    """The service's `ServiceLimits`: the defaults, with the options given."""
+    given = {name: getattr(args, name) for name in _LIMIT_OPTIONS if getattr(args, name, None) is not None}
+    return ServiceLimits(**given)
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -107,7 +155,8 @@ def _simulate(args: argparse.Namespace) -> int:
     print(f"sent {report.users} users in {report.requests} requests, {report.upload_bytes} bytes, "
           f"{report.seconds:.2f} s, {report.refused} refused", flush=True)
     if args.release:
-        status, body = post(args.shuffler_url, "/release")
+        token = None if args.operator_token_file is None else read_token(args.operator_token_file)
+        status, body = post(args.shuffler_url, "/release", token=token)
         if status != 200:
             print(f"release refused: {body.decode()}", file=sys.stderr)
             return 1

@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,10 +20,28 @@ _READY = "listening on "
 
 
 class LocalService:
-    """A service process started by `start_service`: its URL and process."""
+    """A service process started by `start_service`: its URL, its process and its last output lines.
+
+    A thread reads the process's output for as long as it runs (a service that logs many warnings,
+    e.g. for malformed requests, would otherwise block once the pipe is full); `output` keeps the
+    last 200 lines.
+    """
 
     def __init__(self, role: str, process: subprocess.Popen, url: str) -> None:
         self.role, self.process, self.url = role, process, url
+        self.lines: deque[str] = deque(maxlen=200)
+        self._reader = threading.Thread(target=self._drain, name=f"privsum-{role}-output", daemon=True)
+        self._reader.start()
+
+    def _drain(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append(line)
+
+    @property
+    def output(self) -> str:
+        """The last lines the process printed (warnings of the service, a traceback if it failed)."""
+        return "".join(self.lines)
 
     def peak_memory_bytes(self) -> int | None:
         """The process's peak resident memory (Linux ``VmHWM``), or None where unavailable."""
@@ -68,11 +88,16 @@ def start_service(role: str, protocol_file: str | Path, *, extra: list[str] | No
 
 
 @contextmanager
-def local_deployment(protocol_file: str | Path, *, timeout: float = 60.0) -> Iterator[tuple[LocalService, LocalService]]:
-    """An analyzer and a shuffler (forwarding to it) as two processes on 127.0.0.1; stopped on exit."""
-    analyzer = start_service("analyzer", protocol_file, timeout=timeout)
+def local_deployment(protocol_file: str | Path, *, timeout: float = 60.0,
+                     extra: list[str] | None = None) -> Iterator[tuple[LocalService, LocalService]]:
+    """An analyzer and a shuffler (forwarding to it) as two processes on 127.0.0.1; stopped on exit.
+
+    ``extra`` options go to both (e.g. ``["--operator-token-file", F]``).
+    """
+    analyzer = start_service("analyzer", protocol_file, extra=extra, timeout=timeout)
     try:
-        shuffler = start_service("shuffler", protocol_file, extra=["--analyzer-url", analyzer.url], timeout=timeout)
+        shuffler = start_service("shuffler", protocol_file, extra=["--analyzer-url", analyzer.url, *(extra or [])],
+                                 timeout=timeout)
         try:
             yield shuffler, analyzer
         finally:

@@ -53,14 +53,20 @@ def _check_record(record: Any) -> tuple[str, bytes]:
     return sender, upload
 
 
-def unpack_records(body: bytes, *, max_upload_bytes: int) -> list[tuple[str, bytes]]:
-    """The ``(sender, upload)`` pairs of a body; a malformed framing raises `WireFormatError` (lengths checked first)."""
+def unpack_records(body: bytes, *, max_upload_bytes: int, max_records: int = 2**32 - 1) -> list[tuple[str, bytes]]:
+    """The ``(sender, upload)`` pairs of a body; a malformed framing raises `WireFormatError` (lengths checked first).
+
+    A body of more than ``max_records`` records is refused when its record ``max_records + 1`` begins.
+    """
     if not isinstance(body, (bytes, bytearray)):
         raise invalid("body", "unpack_records", "bytes", type(body).__name__)
     max_upload_bytes = check_integer(max_upload_bytes, "max_upload_bytes", "unpack_records", high=2**32 - 1)
+    max_records = check_integer(max_records, "max_records", "unpack_records", low=1, high=2**32 - 1)
     records, position, size = [], 0, len(body)
     view = memoryview(body)
     while position < size:
+        if len(records) == max_records:
+            raise _framing(f"at most {max_records} records (max_records)", f"more, record {max_records + 1} at byte {position}")
         if size - position < 2:
             raise _framing(f"a record header at byte {position}", "truncated")
         (name_length,) = struct.unpack_from(">H", body, position)

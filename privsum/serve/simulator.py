@@ -16,7 +16,10 @@ from privsum._validation import check_integer, invalid
 from privsum.parties import Client, Deployment
 from privsum.serve.records import pack_records
 
-__all__ = ["SimulationReport", "fetch_deployment", "simulate_users"]
+__all__ = ["MAX_ANSWER_BYTES", "SimulationReport", "fetch_deployment", "simulate_users"]
+
+#: The largest answer read from a service (a released batch is the largest).
+MAX_ANSWER_BYTES = 1 << 30
 
 
 @dataclass(frozen=True)
@@ -39,17 +42,28 @@ class _Connection:
             raise invalid("url", "privsum.serve", "an http://host:port URL", url)
         self.connection = http.client.HTTPConnection(parsed.hostname, parsed.port or 80, timeout=timeout)
 
-    def request(self, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
-        self.connection.request(method, path, body=body, headers={"Content-Type": "application/octet-stream"})
+    def request(self, method: str, path: str, body: bytes | None = None, token: str | None = None) -> tuple[int, bytes]:
+        """One request; an answer over `MAX_ANSWER_BYTES` is refused (a hostile service cannot fill the memory)."""
+        headers = {"Content-Type": "application/octet-stream"} | ({} if token is None else {"Authorization": f"Bearer {token}"})
+        self.connection.request(method, path, body=body, headers=headers)
         answer = self.connection.getresponse()
-        return answer.status, answer.read()
+        content = answer.read(MAX_ANSWER_BYTES + 1)
+        if len(content) > MAX_ANSWER_BYTES:
+            self.connection.close()
+            raise invalid("url", "privsum.serve", f"a service answering at most {MAX_ANSWER_BYTES} bytes",
+                          f"more to {method} {path}")
+        return answer.status, content
 
     def close(self) -> None:
         self.connection.close()
 
 
-def fetch_deployment(url: str) -> Deployment:
-    """The deployment a service runs (its ``GET /protocol``), checked against its fingerprint."""
+def fetch_deployment(url: str, *, fingerprint: str | None = None) -> Deployment:
+    """The deployment a service runs (its ``GET /protocol``), checked against its fingerprint.
+
+    A client should pin the ``fingerprint`` (hex) it expects: a protocol file stating another is
+    then refused before its parameters are built, so a hostile service cannot configure the client.
+    """
     connection = _Connection(url)
     try:
         status, body = connection.request("GET", "/protocol")
@@ -57,7 +71,14 @@ def fetch_deployment(url: str) -> Deployment:
         connection.close()
     if status != 200:
         raise invalid("url", "fetch_deployment", "a privsum service answering GET /protocol", f"HTTP {status}")
-    return Deployment.from_file_dict(json.loads(body))
+    try:
+        content = json.loads(body)
+    except (ValueError, RecursionError) as error:
+        raise invalid("url", "fetch_deployment", "a service answering a JSON protocol file", type(error).__name__) from None
+    if fingerprint is not None and not (isinstance(content, dict) and content.get("fingerprint") == fingerprint):
+        stated = content.get("fingerprint") if isinstance(content, dict) else type(content).__name__
+        raise invalid("url", "fetch_deployment", f"a service of the fingerprint {fingerprint}", stated)
+    return Deployment.from_file_dict(content)
 
 
 def simulate_users(deployment: Deployment, inputs: Any, shuffler_url: str, *, per_request: int = 5000,
@@ -87,11 +108,11 @@ def simulate_users(deployment: Deployment, inputs: Any, shuffler_url: str, *, pe
     return SimulationReport(int(inputs.shape[0]), requests, sent, time.perf_counter() - start, refused)
 
 
-def post(url: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
-    """One POST to a service (e.g. ``/release`` on the shuffler)."""
+def post(url: str, path: str, body: bytes = b"", *, token: str | None = None) -> tuple[int, bytes]:
+    """One POST to a service (e.g. ``/release`` on the shuffler; ``token``: the operator token, where it needs one)."""
     connection = _Connection(url)
     try:
-        return connection.request("POST", path, body)
+        return connection.request("POST", path, body, token)
     finally:
         connection.close()
 

@@ -39,10 +39,11 @@ BATCH_ID = bytes(range(16))
 def vector(name: str) -> dict:
     """The test vector of one protocol (100 users calibrated, 3 instances or a 4-dimensional vector).
 
-    The upload is one user's; the batch holds that upload and a second user's (seed + 1), in
+    The upload is one user's; the batch holds that upload and a second user's (seed + 1;
+    ``min_senders`` is 2), in
     upload order (tagged) or instance by instance (positional), as a shuffler may release them.
     """
-    deployment = Deployment(protocol(name, 100), n_instances=n_instances(name, 3), min_senders=100)
+    deployment = Deployment(protocol(name, 100), n_instances=n_instances(name, 3), min_senders=2)
     spec = deployment.spec
     users = inputs(name, 2, 3, np.random.default_rng(SEED))
     upload = Client(deployment, rng=SEED).encode(users[0])

@@ -64,17 +64,19 @@ class Analyzer:
         """Validate and add one released batch; returns its number of messages.
 
         Raises:
-            WireFormatError: malformed, foreign, over a cap, or a batch id already absorbed
-                (nothing is changed).
+            WireFormatError: malformed, foreign, over a cap, a crowd outside ``min_senders`` ..
+                `Deployment.largest_batch`, or a batch id already absorbed (nothing is changed).
         """
         spec = self.deployment.spec
         if self.dense:
             batch_id, n_senders, counts = spec.batch_counts(batch)
+            self._check_crowd(n_senders)
             self._check_new(batch_id)
             self._counts += counts
             messages = int(counts.sum())
         else:
             decoded = spec.decode_batch(batch)
+            self._check_crowd(decoded.n_senders)
             self._check_new(decoded.batch_id)
             self._fields, self._field_counts = _merged_counts(self._fields, self._field_counts,
                                                               np.asarray(decoded.fields, dtype=np.int64))
@@ -83,6 +85,15 @@ class Analyzer:
         self.n_participants += n_senders
         self.smallest_batch = n_senders if self.smallest_batch is None else min(self.smallest_batch, n_senders)
         return messages
+
+    def _check_crowd(self, n_senders: int) -> None:
+        """Refuse a batch below ``min_senders`` (it would set every user's guarantee to its crowd) or above the largest."""
+        fewest, most = self.deployment.min_senders, self.deployment.largest_batch
+        if not fewest <= n_senders <= (n_senders if most is None else most):
+            bounds = f"at least {fewest} (min_senders)" + ("" if most is None else f" and at most {most} (n_users)")
+            raise WireFormatError(
+                f"The 'batch' parameter of Analyzer.absorb must be a batch of {bounds} senders. Got {n_senders} instead."
+            )
 
     def _check_new(self, batch_id: bytes) -> None:
         if batch_id in self._batch_ids:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,6 +146,25 @@ class Deployment:
         spec = WireSpec(self.wire_name, fingerprint(self.description), self.n_instances, len(alphabet), self.cap.total,
                         positional=positional)
         object.__setattr__(self, "spec", spec)
+
+    @property
+    def largest_batch(self) -> int | None:
+        """The most senders one batch may have, where the protocol has a bound (else None).
+
+        Split-and-mix sums size their modulus for their ``n_users``: their ``check_participants``
+        refuses a larger crowd, and a larger batch would leave the analyzer without a guarantee
+        for the whole collection. Shufflers and analyzers refuse batches beyond it.
+        """
+        n_users = getattr(self.protocol, "n_users", None)
+        if not isinstance(n_users, int):
+            return None
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self.protocol.check_participants(n_users + 1)
+        except InvalidParameterError:
+            return n_users
+        return None
 
     @property
     def positional(self) -> bool:

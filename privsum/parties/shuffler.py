@@ -64,6 +64,7 @@ class Shuffler:
         self._released: set[Hashable] = set()  # in earlier batches of this collection
         self._fields: list[np.ndarray] = []
         self._held = 0
+        self._largest_batch = deployment.largest_batch
 
     @property
     def n_senders(self) -> int:
@@ -96,6 +97,9 @@ class Shuffler:
             raise invalid("sender", "Shuffler.submit", "an identity equal to itself", sender)
         if sender in self._senders or sender in self._released:
             raise invalid("sender", "Shuffler.submit", "a sender without an upload in this collection", sender)
+        if self._largest_batch is not None and self.n_senders >= self._largest_batch:
+            raise invalid("sender", "Shuffler.submit", f"one of at most {self._largest_batch} senders of one batch (the "
+                          "protocol's n_users: its guarantee covers no larger crowd; release a batch first)", sender)
         spec, cap = self.deployment.spec, self.deployment.cap
         fields = spec.decode_upload(upload)  # positional: exactly c messages per instance, by construction
         if not spec.positional and fields.size > cap.per_instance and cap.per_instance < cap.total:

@@ -14,7 +14,6 @@ import json
 import math
 import urllib.parse
 import urllib.request
-import warnings
 from typing import Any
 
 import numpy as np
@@ -76,13 +75,9 @@ class _UploadDesk:
         self.shuffler, self.limits = Shuffler(deployment), limits
         self.max_upload = deployment.spec.upload_header_bytes + (deployment.cap.total * deployment.spec.field_bits + 7) // 8
         self.identities = 0  # senders accepted in this collection (held, or released and kept to refuse again)
-        self.largest_batch = largest_crowd(deployment)
 
     def submit(self, sender: str, upload: bytes) -> None:
         limits, cap = self.limits, self.shuffler.deployment.cap.total
-        if self.largest_batch is not None and self.shuffler.n_senders >= self.largest_batch:
-            raise invalid("sender", self.OWNER, f"one of at most {self.largest_batch} senders of one batch (the protocol's "
-                          "n_users: its guarantee covers no larger crowd; release a batch first)", sender)
         if self.identities >= limits.max_senders:
             raise invalid("sender", self.OWNER, f"one of at most {limits.max_senders} senders of this collection "
                           "(max_senders: the shuffler is full)", sender)
@@ -117,26 +112,6 @@ class _UploadDesk:
                     refused.append({"index": index, "error": str(error)})
         return JSONResponse({"accepted": len(records) - n_refused, "refused": refused, "n_refused": n_refused,
                              "senders": self.shuffler.n_senders})
-
-
-def largest_crowd(deployment: Deployment) -> int | None:
-    """The most senders one batch may have, where the protocol has a bound: its ``n_users``, if it refuses more.
-
-    Split-and-mix sums size their modulus for ``n_users``: their ``check_participants`` (the
-    protocols' hook for the number of users of a run) refuses more, and a larger batch would leave
-    the analyzer without a guarantee for the whole collection.
-    """
-    protocol = deployment.protocol
-    n_users = getattr(protocol, "n_users", None)
-    if not isinstance(n_users, int):
-        return None
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            protocol.check_participants(n_users + 1)
-    except InvalidParameterError:
-        return n_users
-    return None
 
 
 def _forward(analyzer_url: str, batch: bytes, token: str | None) -> None:
@@ -193,7 +168,7 @@ def shuffler_app(deployment: Deployment, *, analyzer_url: str | None = None, lim
     async def status(request: Request) -> Response:
         return JSONResponse(_status(deployment, senders=shuffler.n_senders, ready=shuffler.ready,
                                     messages=shuffler.n_messages, identities=desk.identities,
-                                    largest_batch=desk.largest_batch))
+                                    largest_batch=deployment.largest_batch))
 
     async def protocol(request: Request) -> Response:
         return JSONResponse(deployment.to_file_dict())
@@ -261,25 +236,15 @@ def analyzer_app(deployment: Deployment, *, limits: ServiceLimits | None = None,
     With ``operator_token``, ``POST /batches`` needs ``Authorization: Bearer <token>`` (else 401):
     only the shuffler, which holds the token, can add batches. A batch stating fewer senders than
     ``min_senders`` (one such batch would set every user's guarantee to that crowd's) or more than
-    `largest_crowd` (no guarantee for the collection) is refused.
+    `Deployment.largest_batch` (no guarantee for the collection) is refused by `Analyzer.absorb`.
     """
     _require_starlette()
     limits = _check_limits(limits, ServiceLimits(), "analyzer_app")
     analyzer = Analyzer(deployment)
-    fewest, most = deployment.min_senders, largest_crowd(deployment)
-
-    def check_crowd(body: bytearray) -> None:
-        """Refuse a batch whose crowd the deployment rules out: below ``min_senders``, above the protocol's largest."""
-        n_senders = deployment.spec.read_batch_header(body)[1]
-        if not fewest <= n_senders <= (most or n_senders):
-            bounds = f"at least {fewest} (min_senders)" + ("" if most is None else f" and at most {most} (n_users)")
-            raise invalid("batch", "POST /batches", f"a batch of {bounds} senders", n_senders)
-
     async def batches(request: Request) -> Response:
         try:
             check_operator(request, operator_token, "POST /batches")
             body = await read_body(request, limits, "POST /batches")
-            check_crowd(body)
             messages = analyzer.absorb(body)
         except (InvalidParameterError, RequestRefusedError) as error:
             return _refusal(error)

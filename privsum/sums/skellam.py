@@ -39,7 +39,7 @@ from privsum.shuffle.robustness import check_malicious
 from privsum.shuffle.sparse import SparseMessageHistogram
 from privsum.shuffle.streaming import PartialView, is_chunk_stream
 from privsum.sums._common import warn_if_fewer, wire_coordinates
-from privsum.sums._skellam_search import candidates, fewest_bits
+from privsum.sums._skellam_search import candidates, fewest_bits, share_value_mass
 from privsum.sums.labelled_rows import check_label_parameters, check_labelled_rows, labelled_row_shifts
 from privsum.sums.sparse_shares import SPARSE_MAX_MODULUS, residue_sums, residue_view
 from privsum.sums.split_and_mix import share_distance_bound
@@ -181,11 +181,13 @@ class SkellamVectorSum(ShuffleProtocol):
         tests against exact privacy-loss distributions). The shares: each coordinate's share
         multiset is close to the ideal view, ``n m`` residues uniform given their total (a function
         of that coordinate's noisy sum modulo ``q``); the ``d`` coordinates' views are independent
-        given the users' noisy values, and their joint distance ``eta`` is the smaller of the
-        tensorised chi-square bound computed exactly in `privsum.sums.split_and_mix` (checked
-        against enumerated distances) and Balle, Bell, Gascón & Nissim's ``d 2^-sigma`` (their
-        share theorem, taken from the paper). The view is then
-        ``(epsilon, delta_rdp + (1 + e^epsilon) eta + delta_other)``-DP.
+        given the rounded vectors, and their joint distance ``eta`` to the ideal (averaged over
+        the users' noise shares, whatever the rounded vectors) is the smaller of the tensorised
+        chi-square bound computed in `privsum.sums.split_and_mix` with each user's value mass
+        (`share_value_mass`: the noise share's largest probability of a residue; checked against
+        enumerated distances) and Balle, Bell, Gascón & Nissim's ``d 2^-sigma`` (their share
+        theorem, taken from the paper). The ideal is a post-processing of the noisy sum, so the
+        view is ``(epsilon, delta_rdp + (1 + e^epsilon) eta + delta_other)``-DP.
         Shuffling each coordinate on its own gives the analyzer the view it has with tagged
         messages shuffled together: the multiset of ``(coordinate, share)`` pairs is exactly the
         ``d`` per-coordinate multisets, so the guarantee is the same and the tag is saved. ``delta_other`` adds the
@@ -307,7 +309,7 @@ class SkellamVectorSum(ShuffleProtocol):
         rejection_probability: float = 1e-6,
         share_delta_fraction: float | None = None,
         wrap_delta_fraction: float = 0.001,
-        variance_allowance: float = 0.1,
+        variance_allowance: float = 0.05,
         label_rows: int = 0,
         count_weight: float = 0.0,
     ) -> SkellamVectorSum:
@@ -319,7 +321,8 @@ class SkellamVectorSum(ShuffleProtocol):
         meets ``epsilon``. ``q`` is the least modulus whose wrap-around probability is within its
         part (any integer: a power of two only where it happens to be the least), and ``m`` the
         least share count whose distance bound (`privsum.sums.split_and_mix.share_distance_bound`,
-        the smaller of the chi-square and BBGN20 bounds) is within the shares' part. The search
+        the smaller of the chi-square bound averaged over the noise shares and BBGN20's) is within
+        the shares' part. The search
         runs over ``gamma`` in octaves of ``2^2 .. 2^20`` over ``norm_bound``, refined to quarter
         octaves around the least admissible one (or the given ``scale``), and over share fractions
         ``0.01, 0.03, 0.1, 0.3`` (or the given one): among the candidates whose worst-case
@@ -451,16 +454,18 @@ class SkellamVectorSum(ShuffleProtocol):
     def share_distance_for(self, n_participants: int) -> float:
         """Distance of the ``d`` coordinates' share multisets from their ideal at ``n_participants`` users.
 
-        `privsum.sums.split_and_mix.share_distance_bound` over ``d`` independent views: the smaller of
-        the tensorised chi-square bound and BBGN20's union bound ``d 2^-sigma``.
+        `privsum.sums.split_and_mix.share_distance_bound` over ``d`` views: the smaller of the tensorised
+        chi-square bound averaged over the noise shares (value mass of ``Sk(mu / n)``, `share_value_mass`)
+        and BBGN20's union bound ``d 2^-sigma``.
         """
         if n_participants < 3:
             return 1.0
-        return share_distance_bound(n_participants, self.n_shares, self.modulus, self.dimension)
+        mass = share_value_mass(self.noise_mu / self.n_users, self.modulus)
+        return share_distance_bound(n_participants, self.n_shares, self.modulus, self.dimension, value_mass=mass)
 
     @property
     def share_distance(self) -> float:
-        """Split-and-mix statistical distance of the whole view (``d`` coordinates, union bound)."""
+        """Split-and-mix statistical distance of the whole view (``d`` coordinates; `share_distance_for`)."""
         return self.share_distance_for(self.n_users)
 
     # ----------------------------------------------------------------- privacy and costs

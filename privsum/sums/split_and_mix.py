@@ -7,11 +7,14 @@ view, ``n m`` values uniform subject to their total being ``sum x_i`` (a functio
 alone), is what a shuffled sum charges to delta.
 
 Balle, Bell, Gascón & Nissim (CCS 2020) give an explicit sufficient share count
-(`privsum.sums.multi_message.supported_security_bits`); Ghazi, Manurangsi, Pagh & Velingker
-("Private aggregation from fewer anonymous messages", EUROCRYPT 2020) improve its asymptotics, but
-their explicit constants could not be checked here, so this module does not use them. Instead it
-computes a chi-square bound exactly (derived below, verified against enumerated distances in the
-tests), and `share_distance_bound` takes the smaller of the two bounds.
+(`privsum.sums.multi_message.supported_security_bits`). Ghazi, Manurangsi, Pagh & Velingker
+("Private aggregation from fewer anonymous messages", EUROCRYPT 2020) improve its asymptotics for
+the same worst-case security (their differentially private protocol applies that security through
+Balle et al.'s reduction, so it needs no fewer shares than the worst case); their explicit
+constants could not be checked here, so this module does not use them. Instead it computes a
+chi-square bound exactly (derived below, verified against enumerated distances in the tests), in
+two forms: for the worst case over the inputs, and averaged over independent per-user noise (the
+form a noisy sum can use); `share_distance_bound` takes the smallest bound that applies.
 
 **The chi-square bound.** Order the shuffled shares at random: a labelled partition ``sigma`` of
 the ``N = n m`` positions into blocks of ``m`` (block ``i`` holds user ``i``'s shares) is uniform,
@@ -40,6 +43,37 @@ bounded by 1 otherwise). Terms with ``K < s < a - K`` are bounded together by
 so the computed value bounds ``G(n)``; it is evaluated at ``q`` rounded up to a power of two (``G``
 increases with ``q``) with a relative margin of ``1e-5`` for floating point.
 
+**Averaged over per-user noise.** When user ``i`` shares ``z_i = x_i + N_i`` with independent
+``N_i`` (its part of a noisy sum) and the analyzer only needs to learn the noisy total, the view to
+compare is the mixture ``E_N P_(x+N)`` with ``E_N U_(sum(x+N))``, a post-processing of the noisy
+sum. By joint convexity and Jensen, ``TV <= E_N TV(P_z, U) <= sqrt(E_N chi2(P_z || U)) / 2``, and
+``1 + E_N chi2 = E[q^(c-1) P_N(consistent)]``: the consistency conditions are now random. Let
+``rho >= max_v P(z_i = v mod q)`` for every user (the *value mass*: for Skellam shares, the
+Skellam law's largest mass plus its tail beyond ``q/2``). Keep only the conditions of the
+*single-pair* components (one block of ``sigma`` with the same ``m`` positions as one block of
+``tau``, of users ``i`` and ``j``: the condition is ``z_i = z_j``); dropping conditions only raises
+the probability. Given the graph with ``tau``'s labels forgotten, ``tau``'s labelling is a uniform
+bijection ``pi`` of its blocks to the users, independent of the graph (relabelling ``tau``'s blocks
+leaves its law unchanged). The conditions ``z_(i_l) = z_(pi(v_l))`` form a graph ``H`` on the users,
+and ``P_N(all hold) <= rho^rank(H)`` (each tree of ``H`` with ``s`` users holds with probability
+``sum_v prod_u P(z_u = v) <= rho^(s-1)``; different trees involve independent users). Reveal
+``pi(v_1), pi(v_2), ...`` in any order fixed by the graph: the ``l``-th condition fails to raise the
+rank only if ``pi(v_l)`` lies in the component of ``i_l`` already built, which is a path ending at
+``i_l`` whose only user not yet an image of ``pi`` is its head, so with probability at most
+``1/(n - l + 1)``; hence ``E_pi[rho^rank] <= prod_l (rho + (1 - rho)/(n - l + 1))``. Revealing the
+single pairs in the reverse of the order in which the recursion below finds them, a single pair
+found when ``a`` pairs are left comes after at most ``a - 1`` others, so it weighs at most
+``w(a) = rho + (1 - rho)/(n - a + 1)`` (``w = 1`` when ``rho = 1``: the worst case). So
+``E_N chi2 <= E[q^(c-1) prod w] - 1``, computed by the same recursion with the factor ``q`` of a
+single-pair component replaced by ``q w(a)`` (and ``G(1) = w(1) - 1``). Every term stays
+non-negative when ``q rho^2 >= 1`` (``rho`` is raised to ``q^(-1/2)`` otherwise: the bound grows
+with ``rho``), so the upper bounds of the recursion stay valid. The true expectation is a
+polynomial in ``rho`` with non-negative coefficients (each ``w`` is ``rho + (1 - rho) c`` with
+``0 <= c <= 1``), hence convex: it is evaluated on the chord between ``rho = q^(-1/2)`` and
+``rho = 1``, two recursions per ``(n, m, q)`` whatever the noise. Two limits of this form: the
+shares of a user hide nothing it does not hide with its own noise (``rho`` is per user, not the
+total's), and for the dominant single pairs it gains the factor ``rho + 2/n`` on ``q``, no more.
+
 Finally ``TV(P_x, U) <= sqrt(chi2) / 2``, and ``d`` coordinates with independent shares (each
 coordinate's shares shuffled on their own) have ``1 + chi2 = prod (1 + chi2_j)``, so their joint
 view is within ``sqrt((1 + G)^d - 1) / 2`` of the ideal: ``sqrt(d)`` times one coordinate's
@@ -64,7 +98,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from privsum._validation import check_integer, check_integer_array, check_real, invalid
+from privsum._validation import check_array, check_integer, check_integer_array, check_real, invalid
 
 __all__ = [
     "MAX_CHI_SQUARE_USERS",
@@ -82,7 +116,7 @@ _FLOAT_MARGIN = 1e-5
 _MAX_EXACT_OUTCOMES = 2**21
 
 
-def share_chi_square_bound(n_users: int, n_shares: int, modulus: int) -> float:
+def share_chi_square_bound(n_users: int, n_shares: int, modulus: int, value_mass: float | None = None) -> float:
     """Upper bound on ``chi2(P_x || U)`` for one split-and-mix instance, whatever the inputs ``x``.
 
     ``G(n) = E[q^(c-1)] - 1`` over the components ``c`` of a random ``m``-regular bipartite
@@ -101,10 +135,21 @@ def share_chi_square_bound(n_users: int, n_shares: int, modulus: int) -> float:
     modulus = check_integer(modulus, "modulus", owner, low=2)
     if n_shares < 3 or n_users > MAX_CHI_SQUARE_USERS:
         return math.inf
-    return _chi_square(n_users, n_shares, max(0, (modulus - 1).bit_length()))
+    log2_modulus = max(0, (modulus - 1).bit_length())
+    if value_mass is None:
+        return _chi_square(n_users, n_shares, log2_modulus)
+    value_mass = check_real(value_mass, "value_mass", owner, low=0.0, high=1.0, low_open=True)
+    least = 2.0 ** (-log2_modulus / 2)  # q rho^2 >= 1 keeps every term of the recursion non-negative
+    at_least = _chi_square(n_users, n_shares, log2_modulus, least)
+    if value_mass <= least:
+        return at_least
+    part = (value_mass - least) / (1.0 - least)  # convex in rho: below the chord
+    return (1.0 - part) * at_least + part * _chi_square(n_users, n_shares, log2_modulus)
 
 
-def share_distance_bound(n_users: int, n_shares: int, modulus: int, n_views: int = 1) -> float:
+def share_distance_bound(
+    n_users: int, n_shares: int, modulus: int, n_views: int = 1, value_mass: float | None = None
+) -> float:
     """Statistical distance between ``n_views`` independent split-and-mix views and their ideal: the smaller bound.
 
     The chi-square bound tensorised over the views, ``sqrt((1 + G)^d - 1) / 2``, or Balle, Bell,
@@ -121,13 +166,15 @@ def share_distance_bound(n_users: int, n_shares: int, modulus: int, n_views: int
     n_views = check_integer(n_views, "n_views", owner, low=1)
     n_users = check_integer(n_users, "n_users", owner, low=2)
     bbgn = 1.0 if n_users < 3 else n_views * 2.0 ** min(1.0, -supported_security_bits(n_shares, modulus, n_users))
-    chi2 = share_chi_square_bound(n_users, n_shares, modulus)
+    chi2 = share_chi_square_bound(n_users, n_shares, modulus, value_mass)
     exponent = n_views * math.log1p(chi2)
     joint = math.expm1(exponent) if exponent < 4.0 else math.inf  # beyond, the distance bound exceeds 1 anyway
     return min(1.0, bbgn, 0.5 * math.sqrt(joint))
 
 
-def least_share_count(distance: float, modulus: int, n_users: int, n_views: int = 1, max_shares: int = 1024) -> int:
+def least_share_count(
+    distance: float, modulus: int, n_users: int, n_views: int = 1, max_shares: int = 1024, value_mass: float | None = None
+) -> int:
     """Least ``m >= 2`` with `share_distance_bound` at most ``distance``.
 
     Raises:
@@ -139,49 +186,81 @@ def least_share_count(distance: float, modulus: int, n_users: int, n_views: int 
     """
     owner = "least_share_count"
     distance = check_real(distance, "distance", owner, low=0.0, high=1.0, low_open=True)
-    shares = next((m for m in range(2, max_shares + 1) if share_distance_bound(n_users, m, modulus, n_views) <= distance), None)
+    shares = next(
+        (m for m in range(2, max_shares + 1) if share_distance_bound(n_users, m, modulus, n_views, value_mass) <= distance),
+        None,
+    )
     if shares is None:
         raise invalid("n_users", owner, f"large enough that at most {max_shares} shares reach distance {distance:g}", n_users)
     return shares
 
 
 @lru_cache(maxsize=256)
-def _chi_square(n: int, m: int, log2_modulus: int) -> float:
+def _chi_square(n: int, m: int, log2_modulus: int, value_mass: float = 1.0) -> float:
+    """``G`` bounded: ``E[q^(c-1) prod w(a)] - 1``, a single pair found at ``a`` pairs left weighing ``rho + (1 - rho)/(n - a + 1)``.
+
+    ``rho = value_mass`` (1: the worst case over inputs, every ``w = 1``); ``q rho^2 >= 1`` keeps every term non-negative.
+    """
+    q = float(2**log2_modulus)
+    rho = value_mass
+    big_k = _SMALL_COMPONENTS
+    exact, tables = _component_tables(n, m)
+    g = np.zeros(n + 1)
+    g[1] = (rho + (1.0 - rho) / n) - 1.0  # F(1) = w(1): the last pair is a single-pair component
+    with np.errstate(over="ignore", invalid="ignore"):
+        for a, weight in enumerate(exact, start=2):  # every component size summed exactly
+            s = np.arange(1, a)
+            factor = np.where(s == 1, q * (rho + (1.0 - rho) / (n - a + 1)), q)  # q per further component, w(a) per single pair
+            g[a] = float(np.sum(weight * (factor * (1.0 + g[a - s]) - 1.0)))
+        if tables is not None:
+            _extend(g, n, q, rho, big_k, *tables)
+    value = float(g[n]) * (1 + _FLOAT_MARGIN)
+    return value if math.isfinite(value) else math.inf
+
+
+@lru_cache(maxsize=4)
+def _component_tables(n: int, m: int) -> tuple[list[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
+    """The probabilities the recursion needs, which depend on ``(n, m)`` only (not on ``q`` or the value mass).
+
+    For ``a <= 2K + 1``: ``p_s(a) Conn(s)`` for every ``s < a``. Beyond (``None`` when ``n <= 2K + 1``):
+    the small components ``p_s(a) Conn(s)``, ``s <= K``; the remainders ``p_(a-j)(a)``, ``j <= K``; and
+    ``(a - 2K - 1) C(a, K + 1)^(2 - m)``, which bounds the middle's probabilities together.
+    """
     from scipy.special import gammaln  # imported where the bound is computed
 
-    q = float(2**log2_modulus)
     big_k = _SMALL_COMPONENTS
     counts = np.arange(n + 1, dtype=float)
     log_factorial = gammaln(counts + 1.0)  # log k!
     log_factorial_m = gammaln(m * counts + 1.0)  # log (m k)!
 
-    def log_component(a: np.ndarray, s: np.ndarray) -> np.ndarray:
-        """``log C(a-1, s-1) C(a, s) / C(m a, m s)``: one vertex's component is a given closed set of size ``s``."""
+    def component(a: np.ndarray, s: np.ndarray) -> np.ndarray:
+        """``C(a-1, s-1) C(a, s) / C(m a, m s)``: one vertex's component is a given closed set of size ``s``."""
         a, s = np.asarray(a, dtype=np.int64), np.asarray(s, dtype=np.int64)
         rest = a - s
         first = log_factorial[a - 1] - log_factorial[s - 1] - log_factorial[rest]
         second = log_factorial[a] - log_factorial[s] - log_factorial[rest]
-        return first + second - (log_factorial_m[a] - log_factorial_m[s] - log_factorial_m[rest])
-
-    def log_binomial(a: np.ndarray, b: int) -> np.ndarray:
-        a = np.asarray(a, dtype=np.int64)
-        return log_factorial[a] - log_factorial[b] - log_factorial[a - b]
+        return np.exp(first + second - (log_factorial_m[a] - log_factorial_m[s] - log_factorial_m[rest]))
 
     connected = _connected_probabilities(m, big_k)
-    g = np.zeros(n + 1)
+    exact = []
     with np.errstate(over="ignore", invalid="ignore"):
-        for a in range(2, min(n, 2 * big_k + 1) + 1):  # every component size summed exactly
+        for a in range(2, min(n, 2 * big_k + 1) + 1):
             s = np.arange(1, a)
-            weight = np.exp(log_component(np.full(s.size, a), s)) * connected[np.minimum(s, big_k)]
-            weight[s > big_k] = np.exp(log_component(np.full(int(np.sum(s > big_k)), a), s[s > big_k]))
-            g[a] = float(np.sum(weight * (q - 1.0 + q * g[a - s])))
-        if n > 2 * big_k + 1:
-            _extend(g, n, m, q, big_k, connected, log_component, log_binomial)
-    value = float(g[n]) * (1 + _FLOAT_MARGIN)
-    return value if math.isfinite(value) else math.inf
+            exact.append(component(np.full(s.size, a), s) * np.where(s > big_k, 1.0, connected[np.minimum(s, big_k)]))
+        if n <= 2 * big_k + 1:
+            return exact, None
+        a = np.arange(2 * big_k + 2, n + 1)[:, None]
+        sizes = np.arange(1, big_k + 1)[None, :]
+        small = component(a, sizes) * connected[1 : big_k + 1][None, :]  # component of size s <= K
+        remainder = component(a, a - sizes)  # component of size a - j, remainder j <= K
+        log_binomial = log_factorial[a[:, 0]] - log_factorial[big_k + 1] - log_factorial[a[:, 0] - big_k - 1]
+        middle = (a[:, 0] - 2 * big_k - 1) * np.exp((2 - m) * log_binomial)
+    return exact, (small, remainder, middle)
 
 
-def _extend(g: np.ndarray, n: int, m: int, q: float, big_k: int, connected: np.ndarray, log_component, log_binomial) -> None:
+def _extend(
+    g: np.ndarray, n: int, q: float, rho: float, big_k: int, small: np.ndarray, remainder: np.ndarray, middle: np.ndarray
+) -> None:
     """``G(a)`` for ``a > 2K + 1``: small components exactly, small remainders exactly, the middle bounded.
 
     While the recursion can amplify (``q`` times the small components' probabilities plus the
@@ -189,15 +268,13 @@ def _extend(g: np.ndarray, n: int, m: int, q: float, big_k: int, connected: np.n
     most ``M``, the fixed point of ``M <= F + V M`` (``V <= 1/2``), and ``G(n) <= F(n) + V(n) M``.
     """
     a = np.arange(2 * big_k + 2, n + 1)[:, None]
-    sizes = np.arange(1, big_k + 1)[None, :]
-    small = np.exp(log_component(a, sizes)) * connected[1 : big_k + 1][None, :]  # component of size s <= K
-    remainder = np.exp(log_component(a, a - sizes))  # component of size a - j, remainder j <= K
-    middle = (a[:, 0] - 2 * big_k - 1) * np.exp((2 - m) * log_binomial(a[:, 0], big_k + 1)) * q
-    fixed = small.sum(axis=1) * (q - 1.0) + remainder @ (q - 1.0 + q * g[1 : big_k + 1]) + middle
-    gain = small.sum(axis=1) * q + middle  # coefficient of the largest G(j), j > K, in G(a)
+    middle = middle * q
+    weights = small * q
+    weights[:, 0] *= rho + (1.0 - rho) / (n - a[:, 0] + 1)  # a single pair weighs w(a)
+    fixed = weights.sum(axis=1) - small.sum(axis=1) + remainder @ (q - 1.0 + q * g[1 : big_k + 1]) + middle
+    gain = weights.sum(axis=1) + middle  # coefficient of the largest G(j), j > K, in G(a)
     amplifying = np.flatnonzero(~(gain <= 0.5))
     last_step = 2 * big_k + 1 + (int(amplifying[-1]) + 1 if amplifying.size else 0)
-    weights = small * q
     largest_middle = 0.0  # max of G(j) over K < j < a - K, updated as a grows
     for row, size in enumerate(range(2 * big_k + 2, min(n, last_step) + 1)):
         largest_middle = max(largest_middle, g[size - big_k - 1])
@@ -226,40 +303,70 @@ def _log_comb(top: int, bottom: int) -> float:
     return math.lgamma(top + 1) - math.lgamma(bottom + 1) - math.lgamma(top - bottom + 1)
 
 
-def exact_share_distance(inputs: object, n_shares: int, modulus: int) -> float:
-    """The exact ``TV(P_x, U)`` of the shuffled share multiset, enumerated (tiny cases only, for tests).
+def exact_share_distance(inputs: object, n_shares: int, modulus: int, noise: object = None) -> float:
+    """The exact distance of the shuffled share multiset from its ideal, enumerated (tiny cases only, for tests).
 
-    Every share assignment of the inputs is enumerated, and every share vector with the same total
-    for the ideal; the multisets' probabilities are compared.
+    Without ``noise``: ``TV(P_x, U_(sum x))``. With ``noise`` (a probability vector over the residues
+    modulo ``q``), every user's value is ``x_i + N_i`` with independent ``N_i`` of that law, and the
+    distance is that of the mixtures, ``TV(E_N P_(x+N), E_N U_(sum (x+N)))`` (the averaged bound's
+    quantity). Every share assignment is enumerated, and every share vector with the same total for
+    the ideal; the multisets' probabilities are compared.
 
     Raises:
-        InvalidParameterError: more than ``2^21`` outcomes to enumerate.
+        InvalidParameterError: more than ``2^21`` outcomes to enumerate, or ``noise`` not a
+            probability vector of length ``modulus``.
 
     Examples:
         >>> round(exact_share_distance([0, 1, 2], 2, 3), 4)
         0.0741
+        >>> exact_share_distance([0, 1, 2], 2, 3, noise=[0.5, 0.5, 0.0]) < 0.0741
+        True
     """
     owner = "exact_share_distance"
     values = check_integer_array(inputs, "inputs", owner, ndim=1, low=0)
     n_shares = check_integer(n_shares, "n_shares", owner, low=1)
     modulus = check_integer(modulus, "modulus", owner, low=2)
     n_users, total_shares = values.size, values.size * n_shares
-    if not (n_users >= 1 and values.max() < modulus and modulus ** (total_shares - 1) <= _MAX_EXACT_OUTCOMES):
-        constraint = f"a few residues below modulus with modulus^(n m - 1) <= {_MAX_EXACT_OUTCOMES}"
+    if noise is None:
+        pmf = np.zeros(modulus)
+        pmf[0] = 1.0
+    else:
+        pmf = check_array(noise, "noise", owner, ndim=1).astype(float)
+        if pmf.size != modulus or not (np.all(pmf >= 0) and abs(float(pmf.sum()) - 1.0) <= 1e-9):
+            raise invalid("noise", owner, f"a probability vector of length modulus={modulus}", pmf.tolist())
+    support = int(np.count_nonzero(pmf))
+    work = support**n_users * modulus ** (n_users * (n_shares - 1)) + modulus**total_shares
+    if not (n_users >= 1 and values.max() < modulus and work <= _MAX_EXACT_OUTCOMES):
+        constraint = f"a few residues below modulus with at most {_MAX_EXACT_OUTCOMES} share vectors to enumerate"
         raise invalid("inputs", owner, constraint, values.tolist())
+    planted_keys, planted_mass, totals = [], [], np.zeros(modulus)
+    for shift in _all_vectors(modulus, n_users):
+        weight = float(np.prod(pmf[shift]))
+        if weight > 0:
+            noisy = np.mod(values + shift, modulus)
+            keys, counts = _multiset_counts(_planted_vectors(noisy, n_shares, modulus), modulus)
+            planted_keys.append(keys)
+            planted_mass.append(weight * counts / counts.sum())
+            totals[int(noisy.sum()) % modulus] += weight
+    ideal_keys, ideal_mass = [], []
+    for total in np.flatnonzero(totals):
+        free = _all_vectors(modulus, total_shares - 1)
+        ideal = np.concatenate([free, np.mod(int(total) - free.sum(axis=1), modulus)[:, None]], axis=1)
+        keys, counts = _multiset_counts(ideal, modulus)
+        ideal_keys.append(keys)
+        ideal_mass.append(totals[total] * counts / counts.sum())
+    keys = np.concatenate(planted_keys + ideal_keys)
+    signed = np.concatenate(planted_mass + [-mass for mass in ideal_mass])
+    _, where = np.unique(keys, return_inverse=True)
+    return 0.5 * float(np.abs(np.bincount(where, weights=signed)).sum())
+
+
+def _planted_vectors(values: np.ndarray, n_shares: int, modulus: int) -> np.ndarray:
+    """Every share vector of the inputs (each user's shares uniform given their sum), one per row."""
+    n_users = values.size
     free = _all_vectors(modulus, n_users * (n_shares - 1)).reshape(-1, n_users, n_shares - 1)
     last = np.mod(values[None, :] - free.sum(axis=2), modulus)[..., None]
-    planted = np.concatenate([free, last], axis=2).reshape(free.shape[0], total_shares)
-    ideal_free = _all_vectors(modulus, total_shares - 1)
-    ideal = np.concatenate([ideal_free, np.mod(int(values.sum()) - ideal_free.sum(axis=1), modulus)[:, None]], axis=1)
-    keys_p, counts_p = _multiset_counts(planted, modulus)
-    keys_u, counts_u = _multiset_counts(ideal, modulus)
-    keys = np.union1d(keys_p, keys_u)
-    p = np.zeros(keys.size)
-    u = np.zeros(keys.size)
-    p[np.searchsorted(keys, keys_p)] = counts_p / planted.shape[0]
-    u[np.searchsorted(keys, keys_u)] = counts_u / ideal.shape[0]
-    return 0.5 * float(np.abs(p - u).sum())
+    return np.concatenate([free, last], axis=2).reshape(free.shape[0], n_users * n_shares)
 
 
 def _all_vectors(modulus: int, length: int) -> np.ndarray:

@@ -75,3 +75,57 @@ def test_bound_grows_with_the_modulus_and_falls_with_users():
 def test_enumeration_refuses_large_cases():
     with pytest.raises(InvalidParameterError, match="'inputs'"):
         exact_share_distance([0, 1, 2, 3], 4, 7)
+
+
+# (n users, m shares, modulus q, law of each user's noise on Z_q): the bound averaged over the noise
+NOISY = [
+    (3, 3, 3, (0.5, 0.5, 0.0)),
+    (3, 3, 4, (0.5, 0.25, 0.0, 0.25)),
+    (3, 3, 4, (0.7, 0.1, 0.1, 0.1)),
+    (2, 3, 4, (0.5, 0.5, 0.0, 0.0)),
+    (2, 4, 4, (0.5, 0.25, 0.25, 0.0)),
+    (2, 3, 5, (0.4, 0.3, 0.0, 0.0, 0.3)),
+    (3, 4, 2, (0.75, 0.25)),
+    (3, 3, 2, (0.5, 0.5)),
+]
+
+
+@pytest.mark.parametrize(("n_users", "n_shares", "modulus", "noise"), NOISY)
+def test_averaged_bound_dominates_the_exact_mixture_distance(n_users, n_shares, modulus, noise):
+    inputs = [(0,) * n_users, tuple(i % modulus for i in range(n_users)), (modulus - 1,) + (0,) * (n_users - 1)]
+    exact = max(exact_share_distance(list(x), n_shares, modulus, noise=noise) for x in inputs)
+    bound = 0.5 * math.sqrt(share_chi_square_bound(n_users, n_shares, modulus, value_mass=max(noise)))
+    assert exact <= bound
+    worst_case = 0.5 * math.sqrt(share_chi_square_bound(n_users, n_shares, modulus))
+    assert bound <= worst_case
+    if exact > 1e-9:  # uniform noise on Z_2 hides everything: nothing to be close to
+        assert bound <= 3.5 * exact  # measured: 1.4 to 3.0
+
+
+def test_averaged_bound_is_the_worst_case_at_mass_one_and_grows_with_the_mass():
+    n, q = 3_000, 2**20
+    assert share_chi_square_bound(n, 8, q, value_mass=1.0) == pytest.approx(share_chi_square_bound(n, 8, q), rel=1e-12)
+    masses = [1e-6, 0.001, 0.0155, 0.1, 1.0]
+    bounds = [share_chi_square_bound(n, 8, q, value_mass=mass) for mass in masses]
+    assert bounds == sorted(bounds)
+    assert bounds[2] < share_chi_square_bound(n, 8, q) / 50  # single pairs cost rho + 2/n instead of 1
+
+
+def test_averaged_distance_bound_and_share_count():
+    n, q, views = 1_000, 2**21, 65_536
+    assert share_distance_bound(n, 9, q, views, value_mass=0.0016) < share_distance_bound(n, 9, q, views)
+    averaged = least_share_count(1e-7, q, n, views, value_mass=0.0016)
+    assert averaged < least_share_count(1e-7, q, n, views)
+    assert share_distance_bound(n, averaged, q, views, value_mass=0.0016) <= 1e-7
+
+
+@pytest.mark.parametrize("mass", [0.0, -0.1, 1.5, float("nan")])
+def test_value_mass_is_validated(mass):
+    with pytest.raises(InvalidParameterError, match="'value_mass'"):
+        share_chi_square_bound(100, 5, 2**10, value_mass=mass)
+
+
+@pytest.mark.parametrize("noise", [(0.5, 0.5), (0.5, 0.6, -0.1), (0.2, 0.2, 0.2)])
+def test_enumeration_refuses_bad_noise(noise):
+    with pytest.raises(InvalidParameterError, match="'noise'"):
+        exact_share_distance([0, 1], 3, 3, noise=noise)

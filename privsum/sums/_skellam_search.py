@@ -16,8 +16,9 @@ _LARGEST_BESSEL_ARGUMENT = 1e8  # scipy's ive(0, x) is accurate up to here (nan 
 def share_value_mass(rate: float, modulus: int) -> float:
     """Upper bound on ``max_v P(N = v mod q)`` for one user's noise share ``N = Pois(rate) - Pois(rate)``.
 
-    The Skellam law is symmetric and unimodal, so its largest mass is ``P(N = 0) = e^(-2 rate) I_0(2 rate)``;
-    (evaluated at ``min(2 rate, 1e8)``: it falls with the rate); the other representatives of a residue lie at ``|v| >= q/2``, whose total is at most the Chernoff tail
+    The Skellam law is symmetric and unimodal, so its largest mass is ``P(N = 0) = e^(-2 rate) I_0(2 rate)``
+    (evaluated at ``min(2 rate, 1e8)``: it falls with the rate); the other representatives of a residue
+    lie at ``|v| >= q/2``, whose total is at most the Chernoff tail
     ``2 exp(-(t asinh(t / 2 rate) - 2 rate (sqrt(1 + (t / 2 rate)^2) - 1)))``, ``t = q/2``; the float
     evaluation is rounded up by ``1e-9`` relative.
 

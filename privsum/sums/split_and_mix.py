@@ -147,9 +147,7 @@ def share_chi_square_bound(n_users: int, n_shares: int, modulus: int, value_mass
     return (1.0 - part) * at_least + part * _chi_square(n_users, n_shares, log2_modulus)
 
 
-def share_distance_bound(
-    n_users: int, n_shares: int, modulus: int, n_views: int = 1, value_mass: float | None = None
-) -> float:
+def share_distance_bound(n_users: int, n_shares: int, modulus: int, n_views: int = 1, value_mass: float | None = None) -> float:
     """Statistical distance between ``n_views`` independent split-and-mix views and their ideal: the smaller bound.
 
     The chi-square bound tensorised over the views, ``sqrt((1 + G)^d - 1) / 2``, or Balle, Bell,
@@ -197,9 +195,10 @@ def least_share_count(
 
 @lru_cache(maxsize=256)
 def _chi_square(n: int, m: int, log2_modulus: int, value_mass: float = 1.0) -> float:
-    """``G`` bounded: ``E[q^(c-1) prod w(a)] - 1``, a single pair found at ``a`` pairs left weighing ``rho + (1 - rho)/(n - a + 1)``.
+    """``G`` bounded: ``E[q^(c-1) prod w(a)] - 1``, a single pair found at ``a`` pairs left weighing ``w(a)``.
 
-    ``rho = value_mass`` (1: the worst case over inputs, every ``w = 1``); ``q rho^2 >= 1`` keeps every term non-negative.
+    ``w(a) = rho + (1 - rho)/(n - a + 1)``, ``rho = value_mass`` (1: the worst case over inputs, every
+    ``w = 1``); ``q rho^2 >= 1`` keeps every term non-negative.
     """
     q = float(2**log2_modulus)
     rho = value_mass

@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from privsum._validation import check_integer, invalid
-from privsum.sums.split_and_mix import share_distance_bound
+from privsum.sums.split_and_mix import share_distance_bound, share_distance_floor
 
 __all__ = ["candidates", "fewest_bits", "share_value_mass"]
 
@@ -118,7 +118,8 @@ def _least_shares(n_users: int, modulus: int, dimension: int, distance: float, m
         (
             m
             for m in range(start, MAX_SHARES + 1)
-            if share_distance_bound(n_users, m, modulus, dimension, value_mass=mass) <= distance
+            if share_distance_floor(n_users, m, modulus, dimension) <= distance
+            and share_distance_bound(n_users, m, modulus, dimension, value_mass=mass) <= distance
         ),
         None,
     )

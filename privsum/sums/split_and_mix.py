@@ -106,6 +106,7 @@ __all__ = [
     "least_share_count",
     "share_chi_square_bound",
     "share_distance_bound",
+    "share_distance_floor",
 ]
 
 #: Largest ``n`` for which the chi-square recursion is run (``O(n K)`` work, about a second at the cap);
@@ -167,6 +168,27 @@ def share_distance_bound(n_users: int, n_shares: int, modulus: int, n_views: int
     chi2 = share_chi_square_bound(n_users, n_shares, modulus, value_mass)
     exponent = n_views * math.log1p(chi2)
     joint = math.expm1(exponent) if exponent < 4.0 else math.inf  # beyond, the distance bound exceeds 1 anyway
+    return min(1.0, bbgn, 0.5 * math.sqrt(joint))
+
+
+def share_distance_floor(n_users: int, n_shares: int, modulus: int, n_views: int = 1) -> float:
+    """A value `share_distance_bound` never goes below, whatever the value mass: to skip hopeless share counts cheaply.
+
+    For ``n > 2K + 1`` the computed chi-square bound includes, with non-negative others, the terms of
+    a single pair holding vertex 1 (``p_1(n) (q w(n) F(n - 1) - 1)``, ``w(n) = 1``) and of vertex 1's
+    component leaving one pair (``(n - 1) n / C(m n, m) (q w(1) - 1)``), and ``F, w >= q^(-1/2)``: so
+    it is at least ``n^2 / C(m n, m) (q^(1/2) - 1)`` (``q`` rounded up to a power of two). BBGN20's
+    bound is as in `share_distance_bound`.
+    """
+    from privsum.sums.multi_message import supported_security_bits  # the module that uses this one
+
+    if n_users <= 2 * _SMALL_COMPONENTS + 1 or n_shares < 3 or n_users > MAX_CHI_SQUARE_USERS:
+        return share_distance_bound(n_users, n_shares, modulus, n_views)
+    bbgn = n_views * 2.0 ** min(1.0, -supported_security_bits(n_shares, modulus, n_users))
+    root = 2.0 ** (max(0, (modulus - 1).bit_length()) / 2)
+    log_single = 2 * math.log(n_users) - _log_comb(n_shares * n_users, n_shares)
+    exponent = n_views * math.log1p(math.exp(log_single) * (root - 1.0))
+    joint = math.expm1(exponent) if exponent < 4.0 else math.inf
     return min(1.0, bbgn, 0.5 * math.sqrt(joint))
 
 

@@ -15,6 +15,7 @@ from privsum.sums.split_and_mix import (
     least_share_count,
     share_chi_square_bound,
     share_distance_bound,
+    share_distance_floor,
 )
 
 # (n users, m shares, modulus q): every case small enough to enumerate q^(n m - 1) share vectors
@@ -129,3 +130,14 @@ def test_value_mass_is_validated(mass):
 def test_enumeration_refuses_bad_noise(noise):
     with pytest.raises(InvalidParameterError, match="'noise'"):
         exact_share_distance([0, 1], 3, 3, noise=noise)
+
+
+@pytest.mark.parametrize(
+    ("n_users", "n_shares", "modulus", "n_views"),
+    [(3_000, 7, 938_838, 384), (100_000, 5, 61_041_228, 384), (1_000, 9, 1_852_262, 65_536), (50, 4, 1_000, 1), (34, 3, 4, 1)],
+)
+def test_distance_floor_is_below_the_bound_at_every_value_mass(n_users, n_shares, modulus, n_views):
+    floor = share_distance_floor(n_users, n_shares, modulus, n_views)
+    for mass in (1e-300, 1e-3, 0.1, 1.0):
+        assert floor <= share_distance_bound(n_users, n_shares, modulus, n_views, value_mass=mass)
+    assert floor >= 0.01 * share_distance_bound(n_users, n_shares, modulus, n_views, value_mass=1e-300)  # and useful

@@ -9,8 +9,8 @@ alone), is what a shuffled sum charges to delta.
 Balle, Bell, Gascón & Nissim (CCS 2020) give an explicit sufficient share count
 (`privsum.sums.multi_message.supported_security_bits`). Ghazi, Manurangsi, Pagh & Velingker
 ("Private aggregation from fewer anonymous messages", EUROCRYPT 2020) improve its asymptotics for
-the same worst-case security (their differentially private protocol applies that security through
-Balle et al.'s reduction, so it needs no fewer shares than the worst case); their explicit
+the same worst-case security (their differentially private protocol rests on that worst-case
+security, through a reduction of Balle et al.); their explicit
 constants could not be checked here, so this module does not use them. Instead it computes a
 chi-square bound exactly (derived below, verified against enumerated distances in the tests), in
 two forms: for the worst case over the inputs, and averaged over independent per-user noise (the
@@ -55,14 +55,16 @@ Skellam law's largest mass plus its tail beyond ``q/2``). Keep only the conditio
 the probability. Given the graph with ``tau``'s labels forgotten, ``tau``'s labelling is a uniform
 bijection ``pi`` of its blocks to the users, independent of the graph (relabelling ``tau``'s blocks
 leaves its law unchanged). The conditions ``z_(i_l) = z_(pi(v_l))`` form a graph ``H`` on the users,
-and ``P_N(all hold) <= rho^rank(H)`` (each tree of ``H`` with ``s`` users holds with probability
-``sum_v prod_u P(z_u = v) <= rho^(s-1)``; different trees involve independent users). Reveal
+and ``P_N(all hold) <= rho^rank(H)``, ``rank = users - components`` (each component of ``H`` with
+``s`` users holds with probability ``sum_v prod_u P(z_u = v) <= rho^(s-1)``; different components
+involve independent users). Reveal
 ``pi(v_1), pi(v_2), ...`` in any order fixed by the graph: the ``l``-th condition fails to raise the
 rank only if ``pi(v_l)`` lies in the component of ``i_l`` already built, which is a path ending at
 ``i_l`` whose only user not yet an image of ``pi`` is its head, so with probability at most
-``1/(n - l + 1)``; hence ``E_pi[rho^rank] <= prod_l (rho + (1 - rho)/(n - l + 1))``. Revealing the
-single pairs in the reverse of the order in which the recursion below finds them, a single pair
-found when ``a`` pairs are left comes after at most ``a - 1`` others, so it weighs at most
+``1/(n - l + 1)``; hence ``E_pi[rho^rank] <= prod_l (rho + (1 - rho)/(n - l + 1))``. The recursion above peels
+the component of the first remaining vertex of ``sigma``'s side, a function of the graph; revealing
+the single pairs in the reverse of that peeling order, a single pair peeled when ``a`` pairs are
+left comes after at most ``a - 1`` others (all inside those ``a - 1`` pairs), so it weighs at most
 ``w(a) = rho + (1 - rho)/(n - a + 1)`` (``w = 1`` when ``rho = 1``: the worst case). So
 ``E_N chi2 <= E[q^(c-1) prod w] - 1``, computed by the same recursion with the factor ``q`` of a
 single-pair component replaced by ``q w(a)`` (and ``G(1) = w(1) - 1``). Every term stays
@@ -70,9 +72,9 @@ non-negative when ``q rho^2 >= 1`` (``rho`` is raised to ``q^(-1/2)`` otherwise:
 with ``rho``), so the upper bounds of the recursion stay valid. The true expectation is a
 polynomial in ``rho`` with non-negative coefficients (each ``w`` is ``rho + (1 - rho) c`` with
 ``0 <= c <= 1``), hence convex: it is evaluated on the chord between ``rho = q^(-1/2)`` and
-``rho = 1``, two recursions per ``(n, m, q)`` whatever the noise. Two limits of this form: the
-shares of a user hide nothing it does not hide with its own noise (``rho`` is per user, not the
-total's), and for the dominant single pairs it gains the factor ``rho + 2/n`` on ``q``, no more.
+``rho = 1``, two recursions per ``(n, m, q)`` whatever the noise. Its limit: the dominant single
+pairs still cost about ``q (rho + 2/n)`` each, and ``rho`` is the mass of one user's noise share
+(not of the total noise), so it saves shares only where ``rho + 2/n`` is far below 1.
 
 Finally ``TV(P_x, U) <= sqrt(chi2) / 2``, and ``d`` coordinates with independent shares (each
 coordinate's shares shuffled on their own) have ``1 + chi2 = prod (1 + chi2_j)``, so their joint

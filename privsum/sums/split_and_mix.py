@@ -77,7 +77,9 @@ pairs still cost about ``q (rho + 2/n)`` each, and ``rho`` is the mass of one us
 (not of the total noise), so it saves shares only where ``rho + 2/n`` is far below 1.
 
 Finally ``TV(P_x, U) <= sqrt(chi2) / 2``, and ``d`` coordinates with independent shares (each
-coordinate's shares shuffled on their own) have ``1 + chi2 = prod (1 + chi2_j)``, so their joint
+coordinate's shares shuffled on their own) have ``1 + chi2 = prod (1 + chi2_j)`` (averaged too:
+the coordinates' noise shares are independent, so the expectation of the product is the product
+of the expectations, and Jensen's step is taken once, on the joint view), so their joint
 view is within ``sqrt((1 + G)^d - 1) / 2`` of the ideal: ``sqrt(d)`` times one coordinate's
 distance, where a union bound pays ``d`` times.
 

@@ -141,3 +141,15 @@ def test_distance_floor_is_below_the_bound_at_every_value_mass(n_users, n_shares
     for mass in (1e-300, 1e-3, 0.1, 1.0):
         assert floor <= share_distance_bound(n_users, n_shares, modulus, n_views, value_mass=mass)
     assert floor >= 0.01 * share_distance_bound(n_users, n_shares, modulus, n_views, value_mass=1e-300)  # and useful
+
+
+@pytest.mark.parametrize(("n_users", "n_shares", "log2_modulus"), [(20, 4, 6), (3_000, 7, 20), (1_000, 9, 21)])
+def test_the_chord_lies_above_the_recursion_at_the_value_mass(n_users, n_shares, log2_modulus):
+    """The bound is the chord of a convex function of rho; the recursion run at rho itself stays below it."""
+    from privsum.sums.split_and_mix import _chi_square
+
+    for mass in (0.01, 0.1, 0.5):
+        chord = share_chi_square_bound(n_users, n_shares, 2**log2_modulus, value_mass=mass)
+        direct = _chi_square(n_users, n_shares, log2_modulus, max(mass, 2.0 ** (-log2_modulus / 2)))
+        assert direct <= chord * (1 + 1e-9)
+        assert chord <= 2 * direct  # the dominant single pairs are linear in rho: the chord is close

@@ -6,7 +6,7 @@ For each setting (``epsilon = 1``, ``delta = 1e-6``, replace-one, ``||x||_2 <= 1
 calibrated `SkellamVectorSum` (scale, shares ``m``, modulus ``q``), its bits per coordinate per
 user (``m ceil(log2 q)``: what a user uploads, no coordinate tag), the stated noise sd against
 the analytic Gaussian's (Balle & Wang, L2 sensitivity 2), the share count the worst-case
-chi-square bound alone would need at the same ``q`` and share budget (the previous sizing), the
+chi-square bound (or BBGN20's) would need for the same share distance at the same ``q`` (the previous sizing), the
 same calibration with the share count of Balle, Bell, Gascón & Nissim's bound alone and with
 their per-share coordinate tag (the cost before issue 28), and the **floor**: the fewest bits per
 coordinate the share bound averaged over the noise shares (`privsum.sums.split_and_mix`) allows
@@ -65,7 +65,7 @@ def calibrate(n_users: int, dimension: int, repeats: int) -> tuple[SkellamVector
 
 
 def bbgn_bits(protocol: SkellamVectorSum) -> tuple[int, int]:
-    """Share count and bits per coordinate with BBGN20's union bound alone at the same share budget (and with the tag)."""
+    """Share count and bits per coordinate with BBGN20's union bound alone for the same share distance (and with the tag)."""
     distance = protocol.share_distance
     sigma = math.log2(protocol.dimension / max(distance, 1e-300))
     shares = default_share_count(sigma, protocol.modulus, protocol.n_users)

@@ -33,7 +33,7 @@ def share_value_mass(rate: float, modulus: int) -> float:
     exponent = half * math.asinh(ratio) - 2 * rate * (math.hypot(1.0, ratio) - 1)
     peak = float(ive(0, min(2 * rate, _LARGEST_BESSEL_ARGUMENT)))  # e^-x I_0(x) falls with x: capping x is safe
     mass = peak * (1 + 1e-9) + 2 * math.exp(-exponent)
-    return min(1.0, mass)
+    return min(1.0, mass) if math.isfinite(mass) else 1.0  # 1: the worst case over inputs, always safe
 
 
 def candidates(

@@ -466,3 +466,13 @@ def test_share_distance_is_averaged_over_the_noise_shares():
     # issue 28's target at d = 65,536, n = 1,000 (was 210 under the worst-case bound)
     assert protocol.bits_per_user() / d <= 200
     assert protocol.guarantee.epsilon <= 1.0 and protocol.guarantee.delta == 1e-6
+
+
+@pytest.mark.parametrize(("rate", "modulus"), [(1e-300, 2**46), (1e-12, 3), (1e300, 2**46), (1e9, 2)])
+def test_share_value_mass_at_extreme_rates_is_a_probability(rate, modulus):
+    from privsum.sums._skellam_search import share_value_mass
+
+    mass = share_value_mass(rate, modulus)
+    assert 0.0 < mass <= 1.0
+    if rate < 1:
+        assert mass > 0.99  # almost no noise: the value is almost known

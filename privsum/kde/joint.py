@@ -222,6 +222,4 @@ def skellam_fast_sum(protocol: SkellamVectorSum, chunks: Iterator[np.ndarray], g
         total += protocol.round_vectors(chunk, rng=generator).sum(axis=0)
         seen += chunk.shape[0]
     protocol.check_participants(seen)
-    mu = protocol.noise_mu * seen / protocol.n_users
-    noise = generator.poisson(mu, protocol.dimension) - generator.poisson(mu, protocol.dimension)
-    return protocol.decode(np.mod(total + noise, protocol.modulus))
+    return protocol.decode(protocol.noisy_residues(total, seen, generator))

@@ -8,7 +8,7 @@ from typing import Any
 from privsum._validation import check_integer, invalid
 from privsum.sums.split_and_mix import share_distance_bound, share_distance_floor
 
-__all__ = ["candidates", "fewest_bits", "share_value_mass"]
+__all__ = ["candidates", "coordinate_bound", "fewest_bits", "least_modulus", "share_value_mass"]
 
 _LARGEST_BESSEL_ARGUMENT = 1e8  # scipy's ive(0, x) is accurate up to here (nan beyond about 1e9)
 
@@ -51,7 +51,7 @@ def candidates(
             if not gamma * common["norm_bound"] * (1 + sk.NORM_TOLERANCE) < sk.MAX_SCALED_NORM:
                 continue
             mu = sk._calibrate_mu(epsilon, noise_delta, gamma=gamma, **common)
-            modulus = sk._least_modulus(n_users, sk._coordinate_bound(gamma, **common), mu, delta * wrap_fraction, dimension)
+            modulus = least_modulus(n_users, coordinate_bound(gamma, **common), mu, delta * wrap_fraction, dimension)
             if modulus > sk.SPARSE_MAX_MODULUS:
                 continue
             variance = (2 * mu + n_users / (4 * (1 - common["rejection_probability"]))) / gamma**2
@@ -123,3 +123,24 @@ def _least_shares(n_users: int, modulus: int, dimension: int, distance: float, m
         ),
         None,
     )
+
+
+def coordinate_bound(gamma: float, *, dimension: int, norm_bound: float, rejection_probability: float, **_: Any) -> int:
+    """The largest rounded coordinate: the conditional rounding's L2 bound, and at most ``ceil(gamma c)``."""
+    from privsum.sums import skellam as sk
+
+    radius = gamma * norm_bound * (1 + sk.NORM_TOLERANCE)
+    l2 = sk.conditional_rounding_l2_bound(radius, dimension, rejection_probability)
+    return min(math.floor(l2), math.ceil(radius))
+
+
+def least_modulus(n_users: int, coordinate_bound: int, mu: float, wrap_probability: float, dimension: int) -> int:
+    """Least ``q`` with ``q // 2 - 1 >= n B + t``, ``t`` the Chernoff tail of ``Sk(mu)`` (union over coordinates).
+
+    The decoder maps residues to ``(-(q/2 - 1), q/2]``, so the even ``q = 2 (n B + t + 1)`` is the least
+    holding every noisy sum in ``[-(n B + t), n B + t]``.
+    """
+    from privsum.sums.skellam import skellam_tail
+
+    tail = skellam_tail(mu, wrap_probability / dimension)
+    return 2 * (n_users * coordinate_bound + tail + 1)

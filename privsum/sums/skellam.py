@@ -673,9 +673,7 @@ class SkellamVectorSum(ShuffleProtocol):
             view = self.view(self.shuffle(self.randomize_unchecked(chunk, rng=generator), rng=generator))
             return PartialView(view, int(view.total_messages // (self.dimension * self.n_shares)))
         rounded = self.round_vectors(chunk, rng=generator)
-        mu = self.noise_mu * rounded.shape[0] / self.n_users
-        noise = generator.poisson(mu, self.dimension) - generator.poisson(mu, self.dimension)
-        residues = np.mod(rounded.sum(axis=0) + noise, self.modulus)
+        residues = self.noisy_residues(rounded.sum(axis=0), rounded.shape[0], generator)
         coordinates = np.arange(self.dimension)
         view = SparseMessageHistogram.from_pairs(coordinates, residues, np.ones(self.dimension, dtype=np.int64), self.dimension)
         return PartialView(view, int(rounded.shape[0]))
@@ -730,9 +728,16 @@ class SkellamVectorSum(ShuffleProtocol):
             return super().run(x, rng=generator, path=path)
         rounded = self.round_vectors(x, rng=generator)
         self.check_participants(rounded.shape[0])
-        mu = self.noise_mu * rounded.shape[0] / self.n_users
+        return self.decode(self.noisy_residues(rounded.sum(axis=0), rounded.shape[0], generator))
+
+    def noisy_residues(self, rounded_total: np.ndarray, n_participants: int, generator: np.random.Generator) -> np.ndarray:
+        """``(rounded_total + Sk(k mu / n)) mod q`` for ``k = n_participants``: what the shares of ``k`` users sum to.
+
+        The fast paths' one noise draw (the ``k`` users' noise shares sum to ``Sk(k mu / n)``).
+        """
+        mu = self.noise_mu * n_participants / self.n_users
         noise = generator.poisson(mu, self.dimension) - generator.poisson(mu, self.dimension)
-        return self.decode(np.mod(rounded.sum(axis=0) + noise, self.modulus))
+        return np.mod(rounded_total + noise, self.modulus)
 
 
 def _shifts(
@@ -749,22 +754,6 @@ def _shifts(
 def _l1_bound(squared_norm_bound: int, dimension: int) -> float:
     """``min(sqrt(d K), K)``, the square root rounded up."""
     return min(_root_up(dimension * squared_norm_bound), float(squared_norm_bound))
-
-
-def _coordinate_bound(gamma: float, *, dimension: int, norm_bound: float, rejection_probability: float, **_: Any) -> int:
-    radius = gamma * norm_bound * (1 + NORM_TOLERANCE)
-    l2 = conditional_rounding_l2_bound(radius, dimension, rejection_probability)
-    return min(math.floor(l2), math.ceil(radius))
-
-
-def _least_modulus(n_users: int, coordinate_bound: int, mu: float, wrap_probability: float, dimension: int) -> int:
-    """Least ``q`` with ``q // 2 - 1 >= n B + t``, ``t`` the Chernoff tail of ``Sk(mu)`` (union over coordinates).
-
-    The decoder maps residues to ``(-(q/2 - 1), q/2]``, so the even ``q = 2 (n B + t + 1)`` is the least
-    holding every noisy sum in ``[-(n B + t), n B + t]``.
-    """
-    tail = skellam_tail(mu, wrap_probability / dimension)
-    return 2 * (n_users * coordinate_bound + tail + 1)
 
 
 def _calibrate_mu(

@@ -28,6 +28,7 @@ __all__ = [
     "MAX_NOISE_MEAN",
     "BinsEvent",
     "PoissonCounterEvent",
+    "RoundsEvent",
     "calibrated_noise_mean",
     "poisson_upper_quantile",
 ]
@@ -167,6 +168,56 @@ class PoissonCounterEvent(PrivacyEvent):
     @functools.cached_property
     def guarantee(self) -> PrivacyGuarantee:
         return PrivacyGuarantee(self.pld().epsilon(self.delta), self.delta, Neighbouring.REPLACE_ONE)
+
+
+@dataclass(frozen=True)
+class RoundsEvent(PrivacyEvent):
+    """Rounds run one after the other on the same users, each round's event fixed before the run.
+
+    The privacy-loss distribution is the convolution of the rounds' (sequential composition of
+    their dominating pairs). It holds when a round's mechanism is chosen from an earlier round's
+    output (adaptive composition), provided every choice is dominated by the same pair: e.g. a
+    counting round over candidates found by a first round, whose per-bin noise does not depend on
+    which candidates were found. The headline epsilon at ``delta`` is the smaller of this
+    numerical composition's and basic composition's (when the latter's delta fits).
+
+    References:
+        Dong, Roth & Su, "Gaussian differential privacy", JRSS B 2022 (adaptive composition of
+        trade-off functions, which the composed privacy-loss distributions represent).
+
+    Examples:
+        >>> first = PoissonCounterEvent(noise_mean=60.0, delta=1e-7)
+        >>> both = RoundsEvent((first, first), delta=1e-6)
+        >>> bool(first.guarantee.epsilon < both.guarantee.epsilon <= 2 * first.guarantee.epsilon)
+        True
+    """
+
+    events: tuple[PrivacyEvent, ...]
+    delta: float
+
+    def __post_init__(self) -> None:
+        owner = "RoundsEvent"
+        events = tuple(self.events) if isinstance(self.events, (list, tuple)) else ()
+        if not events or not all(isinstance(event, PrivacyEvent) for event in events):
+            raise invalid("events", owner, "a non-empty sequence of PrivacyEvent", self.events)
+        if not all(event.neighbouring.implies(Neighbouring.REPLACE_ONE) for event in events):
+            raise invalid("events", owner, "replace-one events", [event.neighbouring.value for event in events])
+        object.__setattr__(self, "events", events)
+        object.__setattr__(self, "delta", check_delta(self.delta, owner, allow_zero=False))
+
+    def pld(self, discretization: float = DEFAULT_DISCRETIZATION) -> PLDPair:
+        composed = self.events[0].pld(discretization)
+        for event in self.events[1:]:
+            composed = composed.compose(event.pld(discretization))
+        return composed
+
+    @functools.cached_property
+    def guarantee(self) -> PrivacyGuarantee:
+        numerical = self.pld().epsilon(self.delta)
+        parts = [event.guarantee for event in self.events]
+        basic_delta = sum(part.delta for part in parts)
+        basic = sum(part.epsilon for part in parts) if basic_delta <= self.delta else math.inf
+        return PrivacyGuarantee(min(numerical, basic), self.delta, Neighbouring.REPLACE_ONE)
 
 
 def calibrated_noise_mean(epsilon: float, delta: float, cells_per_change: int, owner: str) -> float:

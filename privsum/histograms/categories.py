@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -56,13 +57,17 @@ class Categories:
             raise invalid(
                 "categories", owner, "a 1-D sequence of distinct hashable labels", f"an array of shape {self.labels.shape}"
             )
-        labels = tuple(self.labels.tolist()) if isinstance(self.labels, np.ndarray) else tuple(self.labels)
+        # At most one label past the limit is read: a huge domain is refused before it is materialised.
+        source = self.labels.flat if isinstance(self.labels, np.ndarray) else self.labels
+        labels = tuple(label.item() if isinstance(label, np.generic) else label for label in islice(source, MAX_CATEGORIES + 1))
         if not 1 <= len(labels) <= MAX_CATEGORIES:
+            size = len(self.labels) if hasattr(self.labels, "__len__") else f"more than {MAX_CATEGORIES}"
             raise invalid(
                 "categories",
                 owner,
-                f"between 1 and {MAX_CATEGORIES} labels (a domain of size 0 has no bins)",
-                f"{len(labels)} labels",
+                f"between 1 and {MAX_CATEGORIES} labels (a domain of size 0 has no bins; "
+                "for larger domains use ShuffledCountSketch or TwoRoundHeavyHitters)",
+                f"{size} labels",
             )
         positions: dict = {}
         for position, label in enumerate(labels):

@@ -47,10 +47,14 @@ from privsum.histograms.poisson_bins import PoissonNoiseBitSum
 from privsum.histograms.protocol import ShuffledHistogram
 from privsum.histograms.sketch import _MAX_ROWS, MAX_SKETCH_CELLS, ReleasedCountSketch, ShuffledCountSketch
 
-__all__ = ["CANDIDATE_FRACTION", "HeavyHitterRelease", "TwoRoundHeavyHitters"]
+__all__ = ["CANDIDATE_FRACTION", "MAX_CANDIDATE_LIST", "HeavyHitterRelease", "TwoRoundHeavyHitters"]
 
 #: Round one keeps the candidates whose sketch estimate reaches this fraction of ``min_count``.
 CANDIDATE_FRACTION = 0.1
+#: Longest candidate list `TwoRoundHeavyHitters.run` accepts (its work and memory grow with the list).
+MAX_CANDIDATE_LIST = 1 << 24
+# Candidates estimated at a time (bounded memory).
+_CHUNK = 1 << 20
 # Thresholds tried for the big/small split of the colliding items in the round-one bound.
 _SPLITS = np.geomspace(1e-3, 1e3, 601)
 
@@ -254,7 +258,8 @@ class TwoRoundHeavyHitters:
 
         Args:
             items: one item per user (non-negative integers, strings or bytes).
-            candidates: the public list of items that may be reported (distinct).
+            candidates: the public list of items that may be reported (distinct, at most
+                `MAX_CANDIDATE_LIST`; without a list, `PrefixHeavyHitters`).
             min_count: ``T``, the count to find every item at or above.
             failure_probability: the per-item probability of missing an item of count at least
                 ``T``: round one's bound (`candidate_miss_probability`) plus round two's noise
@@ -267,6 +272,10 @@ class TwoRoundHeavyHitters:
         """
         owner = type(self).__name__
         ids = item_ids(items, owner)
+        sized = hasattr(candidates, "__len__") and not isinstance(candidates, (str, bytes))
+        if sized and len(candidates) > MAX_CANDIDATE_LIST:
+            limit = f"at most {MAX_CANDIDATE_LIST} items (beyond: PrefixHeavyHitters)"
+            raise invalid("candidates", owner, limit, len(candidates))
         candidate_ids = item_ids(candidates, owner, "candidates")
         ordered = np.sort(candidate_ids)
         repeats = int(np.count_nonzero(ordered[1:] == ordered[:-1]))
@@ -280,7 +289,12 @@ class TwoRoundHeavyHitters:
         generator = as_generator(rng, owner)
         self.finder.check_participants(ids.size)
         sketch = self.finder.analyze(self.finder.view_of_ids(ids, ids.size, generator))
-        estimates = np.median(sketch._row_estimates_of(candidate_ids), axis=0)
+        estimates = np.concatenate(
+            [
+                np.median(sketch._row_estimates_of(candidate_ids[start : start + _CHUNK]), axis=0)
+                for start in range(0, candidate_ids.size, _CHUNK)
+            ]
+        )
         reaching = np.flatnonzero(estimates >= CANDIDATE_FRACTION * min_count)
         chosen = reaching[np.argsort(-estimates[reaching], kind="stable")][: self.max_candidates]
         bins = np.full(ids.size, chosen.size, dtype=np.int64)

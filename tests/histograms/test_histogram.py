@@ -206,6 +206,14 @@ def test_bad_category_lists(categories):
         Categories(categories)
 
 
+@pytest.mark.parametrize(
+    "domain", [range(10**12), np.zeros(10**6, dtype=np.int8), (i for i in range(10**12))], ids=["range", "array", "generator"]
+)
+def test_huge_domains_are_refused_before_they_are_materialised(domain):
+    with pytest.raises(InvalidParameterError, match="categories.*ShuffledCountSketch"):
+        Categories(domain)
+
+
 def test_bad_parameters(histogram):
     with pytest.raises(InvalidParameterError, match="neighbouring"):
         ShuffledHistogram.from_privacy(epsilon=1.0, delta=1e-6, n_users=100, categories=[1, 2], neighbouring="add-remove")

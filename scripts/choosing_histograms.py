@@ -22,9 +22,10 @@ from pathlib import Path
 
 from privsum.accounting import gaussian_sigma
 from privsum.exceptions import InvalidParameterError
-from privsum.histograms import MAX_CATEGORIES, CentralHistogram, ShuffledCountSketch, ShuffledHistogram
+from privsum.histograms import MAX_CATEGORIES, CentralHistogram, ShuffledCountSketch, ShuffledHistogram, TwoRoundHeavyHitters
 from privsum.histograms.heavy_hitters import MAX_DOMAIN_BITS
 from privsum.histograms.sketch import MAX_SKETCH_CELLS
+from privsum.histograms.two_round import MAX_CANDIDATE_LIST
 from privsum.means import MAX_LEVELS, ShuffledMean
 from privsum.sums.multi_message import MAX_MODULUS
 from privsum.sums.sparse_shares import SPARSE_MAX_MODULUS
@@ -76,6 +77,16 @@ def sketch_rows(n_users: int, epsilon: float) -> list[str]:
     ]
 
 
+def heavy_hitter_rows(n_users: int, epsilon: float) -> list[str]:
+    protocol = TwoRoundHeavyHitters.from_privacy(epsilon=epsilon, delta=DELTA, n_users=n_users, max_messages_per_user=100)
+    finder = protocol.finder
+    name = f"`TwoRoundHeavyHitters` (finder {finder.rows} × {finder.width}, then ≤ {protocol.max_candidates} candidates counted)"
+    return [
+        f"| {name} | {n_users:,} | {math.sqrt(protocol.counter_noise_mean):.3g} per candidate count "
+        f"| ≤ {protocol.expected_messages_per_user:.3g} | {protocol.bits_per_message()} | {protocol.guarantee} |"
+    ]
+
+
 def mean_rows(n_users: int, epsilon: float) -> list[str]:
     mean = ShuffledMean.from_privacy(epsilon=epsilon, delta=DELTA, n_users=n_users, low=0.0, high=1.0)
     return [
@@ -96,6 +107,9 @@ def limits_table() -> str:
         "(more collisions) or more rows |",
         f"| `PrefixHeavyHitters` | identifiers below 2^{MAX_DOMAIN_BITS} | 64-bit prefixes "
         "| hash larger items to 62 bits first |",
+        f"| `TwoRoundHeavyHitters` | a candidate list of at most {MAX_CANDIDATE_LIST:,} items; at most "
+        f"{MAX_CATEGORIES - 1:,} counted (`max_candidates`) | the analyzer queries every candidate; round two is a "
+        "histogram | `PrefixHeavyHitters` (no list) |",
         f"| `MultiMessageSum` (BBGN20) | `n × domain` within a modulus of 2^{int(math.log2(MAX_MODULUS))} | dense view, one "
         f"column per residue | `SparseMultiMessageSum` (modulus up to 2^{int(math.log2(SPARSE_MAX_MODULUS))}), which "
         "`ShuffledMean` uses |",
@@ -113,6 +127,7 @@ def generated_block(arguments: argparse.Namespace) -> str:
         for categories in arguments.categories:
             parts += histogram_rows(n_users, categories, epsilon)
         parts += sketch_rows(n_users, epsilon)
+        parts += heavy_hitter_rows(n_users, epsilon)
         parts += mean_rows(n_users, epsilon)
         parts.append("")
     parts += ["### Size limits", "", limits_table(), "", END_MARKER]

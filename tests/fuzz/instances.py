@@ -48,8 +48,10 @@ from privsum.histograms import (
     PrefixHeavyHitters,
     ReleasedCountSketch,
     ReleasedPrefixTree,
+    RoundsEvent,
     ShuffledCountSketch,
     ShuffledHistogram,
+    TwoRoundHeavyHitters,
 )
 from privsum.kde import JointClassKDE, KDEFunction, ShuffledKDE, VectorSumKDE
 from privsum.lsq import (
@@ -120,6 +122,9 @@ ENTRY_POINTS = (
     "event_for_participants",
     "bits_per_message",
     "error_bound",
+    "candidate_miss_probability",
+    "counting_margin",
+    "counter",
     "user_message_counts",
     "local_reports",
     "dominates",
@@ -240,6 +245,16 @@ CONSTRUCTORS: dict[str, tuple[type, dict[str, Any]]] = {
             "level_sketch": ShuffledCountSketch(n_users=N, rows=2, width=8, noise_mean=30.0, delta=1e-6),
         },
     ),
+    "RoundsEvent": (RoundsEvent, {"events": (PoissonCounterEvent(noise_mean=30.0, delta=1e-6),), "delta": 1e-6}),
+    "TwoRoundHeavyHitters": (
+        TwoRoundHeavyHitters,
+        {
+            "finder": ShuffledCountSketch(n_users=N, rows=2, width=8, noise_mean=30.0, delta=1e-6),
+            "counter_noise_mean": 30.0,
+            "max_candidates": 4,
+            "delta": 1e-6,
+        },
+    ),
     "WireSpec": (
         WireSpec,
         {"name": "RRBitSum", "fingerprint": bytes(32), "n_instances": 2, "alphabet_size": 2, "max_upload_messages": 2},
@@ -309,6 +324,10 @@ FROM_PRIVACY_ARGUMENTS: dict[str, tuple[type, dict[str, Any]]] = {
     "PrefixHeavyHitters": (
         PrefixHeavyHitters,
         {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "domain_size": 1000, "max_messages_per_user": 1e5},
+    ),
+    "TwoRoundHeavyHitters": (
+        TwoRoundHeavyHitters,
+        {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "max_candidates": 4, "max_messages_per_user": 1e5},
     ),
     "ShuffledMean": (ShuffledMean, {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "low": 0.0, "high": 1.0}),
     "ShuffledMeanVariance": (ShuffledMeanVariance, {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "low": 0.0, "high": 1.0}),

@@ -144,6 +144,7 @@ RESULT_RECORDS = {
     "LabelledEmbeddings",
     "Vocabulary",
     "HistogramCandidate",
+    "HeavyHitterRelease",
     "MeanAndVariance",
     "DecodedBatch",
 }

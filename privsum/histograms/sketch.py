@@ -397,8 +397,9 @@ class ReleasedCountSketch:
         """The candidates whose estimated count is at least ``min_count``, largest first, with their estimates.
 
         Items whose true count is within the estimate's error of ``min_count`` may fall on either
-        side: to find every item of count at least ``T`` with probability about ``1 - beta`` each,
-        pass ``min_count = T - error_bound(beta)`` (at the price of reporting some items just below ``T``).
+        side (one at exactly ``min_count`` about half the time). For a stated probability of
+        finding every item of count at least ``T``, use `~privsum.histograms.TwoRoundHeavyHitters`
+        (a second, collision-free counting round over the candidates).
         """
         owner = f"{type(self).__name__}.heavy_hitters"
         min_count = check_real(min_count, "min_count", owner)

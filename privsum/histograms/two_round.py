@@ -92,7 +92,9 @@ class TwoRoundHeavyHitters:
     Examples:
         >>> finder = TwoRoundHeavyHitters.from_privacy(epsilon=1.0, delta=1e-6, n_users=20000, max_messages_per_user=60)
         >>> items = np.concatenate([np.full(3000, 7), np.full(1000, 11), np.arange(16000)])
-        >>> release = finder.run(items, candidates=np.arange(20000), min_count=1000, rng=0)
+        >>> bool(finder.candidate_miss_probability(1000) < 0.01)
+        True
+        >>> release = finder.run(items, candidates=np.arange(20000), min_count=1000, failure_probability=0.01, rng=0)
         >>> [item for item, _ in release.items]
         [7, 11]
     """

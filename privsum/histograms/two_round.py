@@ -1,7 +1,9 @@
 """Heavy hitters with a stated recall: a finding round (count sketch) then a counting round (histogram of the candidates).
 
-Round one is a `~privsum.histograms.ShuffledCountSketch`: the analyzer keeps the candidates whose
-estimate reaches a tenth of the reporting threshold (`CANDIDATE_FRACTION`). Round two is a shuffled
+Round one is a `~privsum.histograms.ShuffledCountSketch`: the analyzer keeps the candidates with at
+least ``candidate_rows`` row estimates reaching a fraction of the reporting threshold
+(`CANDIDATE_FRACTION`); fewer rows than a majority make a heavy item much harder to drop than the
+median would, for a few more (cheap) false candidates. Round two is a shuffled
 histogram with Poisson noise messages (`~privsum.histograms.PoissonNoiseBitSum` bins) over those
 candidates plus one bin for every other item: each user sends its item's bin. The counting round
 has no hash collisions, so its error is the exactly known noise, and an item is reported when its
@@ -49,8 +51,8 @@ from privsum.histograms.sketch import _MAX_ROWS, MAX_SKETCH_CELLS, ReleasedCount
 
 __all__ = ["CANDIDATE_FRACTION", "MAX_CANDIDATE_LIST", "HeavyHitterRelease", "TwoRoundHeavyHitters"]
 
-#: Round one keeps the candidates whose sketch estimate reaches this fraction of ``min_count``.
-CANDIDATE_FRACTION = 0.1
+#: Round one keeps the candidates with ``candidate_rows`` row estimates at this fraction of ``min_count`` or more.
+CANDIDATE_FRACTION = 0.3
 #: Longest candidate list `TwoRoundHeavyHitters.run` accepts (its work and memory grow with the list).
 MAX_CANDIDATE_LIST = 1 << 24
 # Candidates estimated at a time (bounded memory).
@@ -66,6 +68,8 @@ class TwoRoundHeavyHitters:
     Args:
         finder: round one, the `ShuffledCountSketch` every user sends its item to.
         counter_noise_mean: ``lambda_2``, the Poisson noise messages per bin of round two.
+        candidate_rows: ``k``, the rows whose estimate must reach ``CANDIDATE_FRACTION * min_count``
+            for a candidate to be counted (between 1 and ``R``).
         max_candidates: the most candidates round two counts (its bins are these plus "other").
         delta: the delta of the headline guarantee (both rounds).
 
@@ -101,6 +105,7 @@ class TwoRoundHeavyHitters:
 
     finder: ShuffledCountSketch
     counter_noise_mean: float
+    candidate_rows: int = 2
     max_candidates: int = 1024
     delta: float
 
@@ -114,6 +119,9 @@ class TwoRoundHeavyHitters:
             check_real(self.counter_noise_mean, "counter_noise_mean", owner, low=0.0, high=MAX_NOISE_MEAN, low_open=True),
         )
         object.__setattr__(
+            self, "candidate_rows", check_integer(self.candidate_rows, "candidate_rows", owner, low=1, high=self.finder.rows)
+        )
+        object.__setattr__(
             self, "max_candidates", check_integer(self.max_candidates, "max_candidates", owner, low=1, high=MAX_CATEGORIES - 1)
         )
         object.__setattr__(self, "delta", check_delta(self.delta, owner, allow_zero=False))
@@ -125,8 +133,9 @@ class TwoRoundHeavyHitters:
         epsilon: float,
         delta: float,
         n_users: int,
-        rows: int = 3,
-        counting_share: float = 0.55,
+        rows: int = 5,
+        candidate_rows: int = 2,
+        counting_share: float = 0.75,
         max_candidates: int = 1024,
         max_messages_per_user: float = 100.0,
         seed: int = 0,
@@ -139,7 +148,9 @@ class TwoRoundHeavyHitters:
         messages, with round two's at most ``max_candidates`` bins, fit ``max_messages_per_user``.
         A larger ``counting_share`` gives round two less noise (a smaller margin, fewer items
         just below ``min_count`` reported) and round one more (a narrower sketch, a larger
-        candidate miss probability).
+        candidate miss probability). A smaller ``candidate_rows`` lowers the miss probability
+        (``R - k + 1`` rows must fail) and admits more false candidates (each costs round two a
+        bin: ``lambda_2 / n`` messages per user), up to ``max_candidates``.
 
         Raises:
             InvalidParameterError: a parameter out of range, or the message budget cannot hold one
@@ -150,6 +161,7 @@ class TwoRoundHeavyHitters:
         delta = check_delta(delta, owner, allow_zero=False)
         n_users = check_integer(n_users, "n_users", owner, low=1)
         rows = check_integer(rows, "rows", owner, low=1, high=_MAX_ROWS)
+        candidate_rows = check_integer(candidate_rows, "candidate_rows", owner, low=1, high=rows)
         share = check_real(counting_share, "counting_share", owner, low=0.0, high=1.0, low_open=True, high_open=True)
         max_candidates = check_integer(max_candidates, "max_candidates", owner, low=1, high=MAX_CATEGORIES - 1)
         budget = check_real(max_messages_per_user, "max_messages_per_user", owner, low=0.0, low_open=True)
@@ -186,7 +198,13 @@ class TwoRoundHeavyHitters:
             delta=delta,
             seed=seed,
         )
-        protocol = cls(finder=finder, counter_noise_mean=counter_mean, max_candidates=max_candidates, delta=delta)
+        protocol = cls(
+            finder=finder,
+            counter_noise_mean=counter_mean,
+            candidate_rows=candidate_rows,
+            max_candidates=max_candidates,
+            delta=delta,
+        )
         if not protocol.guarantee.epsilon <= epsilon:
             raise invalid("epsilon", owner, f"met by the calibrated noise (got {protocol.guarantee.epsilon:.6g})", epsilon)
         return protocol
@@ -217,9 +235,9 @@ class TwoRoundHeavyHitters:
     def candidate_miss_probability(self, min_count: float, n_participants: int | None = None) -> float:
         """A bound on the probability that round one drops an item of count at least ``min_count``.
 
-        The item is dropped when its median row estimate is below ``t_1 = CANDIDATE_FRACTION *
-        min_count``, hence only if at least ``ceil(R / 2)`` rows err by more than ``t = min_count -
-        t_1`` downwards. Split the other items at a count ``tau``: at most ``m / tau`` of them are
+        The item is dropped when fewer than ``k = candidate_rows`` of its row estimates reach
+        ``t_1 = CANDIDATE_FRACTION * min_count``, hence only if at least ``R - k + 1`` rows err by
+        more than ``t = min_count - t_1`` downwards. Split the other items at a count ``tau``: at most ``m / tau`` of them are
         big (``m`` participants), and the small ones' squared counts sum to at most ``tau m``.
         A row errs so only if a big item shares the item's bucket with a negative product of
         signs (probability at most ``m / (2 tau W)``: the signs are symmetric) or the noise plus
@@ -238,7 +256,7 @@ class TwoRoundHeavyHitters:
         per_row = float(np.min(m / (2.0 * splits * sketch.width) + variance / (variance + gap**2)))
         if per_row >= 1.0:
             return 1.0
-        return float(stats.binom.sf(math.ceil(sketch.rows / 2) - 1, sketch.rows, per_row))
+        return float(stats.binom.sf(sketch.rows - self.candidate_rows, sketch.rows, per_row))
 
     def counting_margin(self, failure_probability: float) -> float:
         """The least ``h`` with ``P(Pois(lambda_2) - lambda_2 < -h) <= failure_probability`` (exact)."""
@@ -291,9 +309,10 @@ class TwoRoundHeavyHitters:
         generator = as_generator(rng, owner)
         self.finder.check_participants(ids.size)
         sketch = self.finder.analyze(self.finder.view_of_ids(ids, ids.size, generator))
+        kth_largest = sketch.rows - self.candidate_rows  # its index among the sorted row estimates
         estimates = np.concatenate(
             [
-                np.median(sketch._row_estimates_of(candidate_ids[start : start + _CHUNK]), axis=0)
+                np.partition(sketch._row_estimates_of(candidate_ids[start : start + _CHUNK]), kth_largest, axis=0)[kth_largest]
                 for start in range(0, candidate_ids.size, _CHUNK)
             ]
         )

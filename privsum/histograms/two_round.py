@@ -241,7 +241,8 @@ class TwoRoundHeavyHitters:
         big (``m`` participants), and the small ones' squared counts sum to at most ``tau m``.
         A row errs so only if a big item shares the item's bucket with a negative product of
         signs (probability at most ``m / (2 tau W)``: the signs are symmetric) or the noise plus
-        the small items' collisions, of mean 0 and variance at most ``v = 2 lambda_1 + tau m / W``,
+        the small items' collisions, of mean 0 and variance at most ``v = 2 lambda_1 + tau m / W``
+        (``lambda_1`` scaled by ``m / n`` when more than ``n`` users take part),
         fall below ``-t`` (Cantelli: at most ``v / (v + t^2)``). Rows are independent, so the
         bound is the binomial tail at the per-row bound ``p``, minimised over ``tau``. It uses no
         property of the data beyond ``m``.
@@ -252,7 +253,7 @@ class TwoRoundHeavyHitters:
         sketch = self.finder
         gap = (1.0 - CANDIDATE_FRACTION) * min_count
         splits = gap * _SPLITS
-        variance = 2.0 * sketch.noise_mean + splits * m / sketch.width
+        variance = 2.0 * sketch.noise_mean * max(1.0, m / sketch.n_users) + splits * m / sketch.width
         per_row = float(np.min(m / (2.0 * splits * sketch.width) + variance / (variance + gap**2)))
         if per_row >= 1.0:
             return 1.0
@@ -328,7 +329,8 @@ class TwoRoundHeavyHitters:
         margin = self.counting_margin(beta - finder_miss)
         reported = np.flatnonzero(counts >= min_count - margin)
         reported = reported[np.argsort(-counts[reported], kind="stable")]
-        labels = [candidates[i] for i in chosen.tolist()]
+        listed = candidates if isinstance(candidates, np.ndarray) else list(candidates)
+        labels = [listed[i] for i in chosen.tolist()]
         labels = [label.item() if isinstance(label, np.generic) else label for label in labels]
         return HeavyHitterRelease(
             items=tuple((labels[i], float(counts[i])) for i in reported.tolist()),

@@ -349,6 +349,9 @@ class TwoRoundHeavyHitters:
 class HeavyHitterRelease:
     """What `TwoRoundHeavyHitters.run` releases (everything here is post-processing of the two views).
 
+    Two releases do not merge (each counting round has its own candidates); their round-one
+    sketches do (`~privsum.histograms.ReleasedCountSketch.merge`, users of disjoint groups).
+
     Attributes:
         items: ``(item, estimated count)`` of the reported items, largest first.
         candidates: round one's candidates, the bins of round two, in order.

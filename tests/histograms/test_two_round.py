@@ -151,12 +151,19 @@ def test_bad_run_input_is_refused(protocol, call, name):
         ({"max_messages_per_user": 5.0}, "max_messages_per_user"),
         ({"max_candidates": 0}, "max_candidates"),
         ({"rows": 0}, "rows"),
+        ({"rows": 3, "candidate_rows": 4}, "candidate_rows"),
         ({"epsilon": float("nan")}, "epsilon"),
     ],
 )
 def test_bad_calibration_input_is_refused(arguments, name):
     with pytest.raises(InvalidParameterError, match=name):
         TwoRoundHeavyHitters.from_privacy(**{"epsilon": 1.0, "delta": 1e-6, "n_users": 1000, **arguments})
+
+
+def test_constructor_refuses_more_candidate_rows_than_rows():
+    sketch = ShuffledCountSketch(n_users=100, rows=3, width=8, noise_mean=5.0, delta=1e-6)
+    with pytest.raises(InvalidParameterError, match="candidate_rows"):
+        TwoRoundHeavyHitters(finder=sketch, counter_noise_mean=5.0, candidate_rows=4, delta=1e-6)
 
 
 def test_rounds_event_refuses_non_events():

@@ -197,4 +197,4 @@ def test_every_heavy_item_of_zipf_data_is_found_on_fifty_datasets():
         true_reported += len(reported & heavy)
     assert bound < 1e-3
     assert stats.binom.sf(missed - 1, heavy_total, 1e-3) > ALPHA
-    assert true_reported / reported_total >= 0.9  # the benchmark reports the figure (target 0.95)
+    assert true_reported / reported_total >= 0.95  # about 0.97 expected: items just below 1% are reported at times

@@ -113,7 +113,9 @@ def limits_table() -> str:
         f"| `MultiMessageSum` (BBGN20) | `n × domain` within a modulus of 2^{int(math.log2(MAX_MODULUS))} | dense view, one "
         f"column per residue | `SparseMultiMessageSum` (modulus up to 2^{int(math.log2(SPARSE_MAX_MODULUS))}), which "
         "`ShuffledMean` uses |",
-        f"| `ShuffledMean` | at most {MAX_LEVELS:,} levels; any `[low, high]` | the sum's sensitivity | — |",
+        f"| `ShuffledMean` | at most {MAX_LEVELS:,} levels; any `[low, high]` | the sum's sensitivity | none needed: "
+        "`levels=None` stops at the cap, and the randomized rounding stays unbiased (its variance, counted in `rmse()`, "
+        "then grows) |",
         "| `ClippedSum` | a power-of-two domain `U` | sub-domains `(2^(j-1), 2^j]` | `ClippedMean` rounds any bound up |",
     ]
     return "\n".join(rows)

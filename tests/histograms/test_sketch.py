@@ -4,9 +4,12 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 from scipy import stats
 
-from privsum.accounting import Neighbouring
+from privsum.accounting import Neighbouring, PrivacyGuarantee
 from privsum.exceptions import IncompatibleSketchError, InvalidParameterError
 from privsum.histograms import (
     BinsEvent,
@@ -203,3 +206,27 @@ def test_streamed_sketch_matches_one_run(path):
     whole = np.array([sketch.run(items, rng=seed, path=path).table[0, 0] for seed in range(300)])
     chunks = [sketch.run(UserChunks(np.array_split(items, 3)), rng=10**4 + seed, path=path).table[0, 0] for seed in range(300)]
     assert stats.ks_2samp(whole, np.array(chunks)).pvalue > ALPHA
+
+
+# ----------------------------------------------------------------- properties of releases
+_TABLES = arrays(np.int64, (2, 4), elements=st.integers(-(10**6), 10**6))
+
+
+def _released(table: np.ndarray, n_users: int = 10) -> ReleasedCountSketch:
+    guarantee = PrivacyGuarantee(0.9, 1e-6)
+    return ReleasedCountSketch(table=table, seed=3, noise_variance=60.0, n_users=n_users, guarantee=guarantee)
+
+
+@settings(max_examples=40, deadline=None)
+@given(first=_TABLES, second=_TABLES, third=_TABLES)
+def test_sketch_merge_is_commutative_associative_and_round_trips(first, second, third):
+    a, b, c = _released(first), _released(second), _released(third)
+    ab, ba = a.merge(b, disjoint_users=True), b.merge(a, disjoint_users=True)
+    np.testing.assert_array_equal(ab.table, ba.table)
+    left = ab.merge(c, disjoint_users=True)
+    right = a.merge(b.merge(c, disjoint_users=True), disjoint_users=True)
+    np.testing.assert_array_equal(left.table, right.table)
+    assert left.n_users == right.n_users == 30 and left.noise_variance == right.noise_variance == 180.0
+    restored = ReleasedCountSketch.from_bytes(left.to_bytes())
+    np.testing.assert_array_equal(restored.table, left.table)
+    assert (restored.seed, restored.n_users, restored.guarantee) == (left.seed, left.n_users, left.guarantee)

@@ -248,13 +248,14 @@ class TwoRoundHeavyHitters:
         property of the data beyond ``m``.
         """
         owner = f"{type(self).__name__}.candidate_miss_probability"
-        min_count = check_real(min_count, "min_count", owner, low=0.0, low_open=True)
+        min_count = check_real(min_count, "min_count", owner, low=1.0)
         m = self.n_users if n_participants is None else check_integer(n_participants, "n_participants", owner, low=1)
         sketch = self.finder
         gap = (1.0 - CANDIDATE_FRACTION) * min_count
-        splits = gap * _SPLITS
-        variance = 2.0 * sketch.noise_mean * max(1.0, m / sketch.n_users) + splits * m / sketch.width
-        per_row = float(np.min(m / (2.0 * splits * sketch.width) + variance / (variance + gap**2)))
+        noise = 2.0 * sketch.noise_mean * max(1.0, m / sketch.n_users)
+        users_per_bucket = m / sketch.width / gap  # in units of the gap, as everything below (no overflow)
+        relative_variance = noise / gap / gap + _SPLITS * users_per_bucket  # v / t^2 at tau = gap * _SPLITS
+        per_row = float(np.min(users_per_bucket / (2.0 * _SPLITS) + relative_variance / (relative_variance + 1.0)))
         if per_row >= 1.0:
             return 1.0
         return float(stats.binom.sf(sketch.rows - self.candidate_rows, sketch.rows, per_row))
@@ -281,7 +282,7 @@ class TwoRoundHeavyHitters:
             items: one item per user (non-negative integers, strings or bytes).
             candidates: the public list of items that may be reported (distinct, at most
                 `MAX_CANDIDATE_LIST`; without a list, `PrefixHeavyHitters`).
-            min_count: ``T``, the count to find every item at or above.
+            min_count: ``T``, the count to find every item at or above (at least 1).
             failure_probability: the per-item probability of missing an item of count at least
                 ``T``: round one's bound (`candidate_miss_probability`) plus round two's noise
                 tail, whose margin (`counting_margin`) takes the rest.
@@ -302,7 +303,7 @@ class TwoRoundHeavyHitters:
         repeats = int(np.count_nonzero(ordered[1:] == ordered[:-1]))
         if repeats:
             raise invalid("candidates", owner, "distinct items", f"{repeats} repeated")
-        min_count = check_real(min_count, "min_count", owner, low=0.0, low_open=True)
+        min_count = check_real(min_count, "min_count", owner, low=1.0)
         beta = check_real(failure_probability, "failure_probability", owner, low=0.0, high=1.0, low_open=True, high_open=True)
         finder_miss = self.candidate_miss_probability(min_count, ids.size)
         if not finder_miss < beta:

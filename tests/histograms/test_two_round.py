@@ -134,6 +134,8 @@ def test_candidates_beyond_the_cap_are_flagged():
         (lambda p: p.run([1, 2], candidates=[1, float("nan")], min_count=10), "candidates"),
         (lambda p: p.run([1, 2], candidates=[], min_count=10), "candidates"),
         (lambda p: p.run([1, 2], candidates=[1], min_count=float("nan")), "min_count"),
+        (lambda p: p.run([1, 2], candidates=[1], min_count=0.5), "min_count"),
+        (lambda p: p.candidate_miss_probability(1e-300), "min_count"),
         (lambda p: p.run([1, 2], candidates=[1], min_count=1, failure_probability=1e-9), "failure_probability"),
         (lambda p: p.counting_margin(0.0), "failure_probability"),
         (lambda p: p.run([1, 2], candidates=range(10**12), min_count=10), "candidates.*PrefixHeavyHitters"),

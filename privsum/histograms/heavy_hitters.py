@@ -311,6 +311,8 @@ class ReleasedPrefixTree:
         As for `~privsum.histograms.ReleasedCountSketch.heavy_hitters`, items whose count is within
         the estimate's error of ``min_count`` may fall on either side; the last level's estimate
         also carries the sampling error of the level draw (variance about ``count / weight``).
+        No probability of finding an item at ``min_count`` is stated: when the domain can be
+        listed (up to 2^24 items), `~privsum.histograms.TwoRoundHeavyHitters` states one.
         """
         owner = f"{type(self).__name__}.heavy_hitters"
         min_count = check_real(min_count, "min_count", owner)

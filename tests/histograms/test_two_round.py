@@ -200,3 +200,38 @@ def test_every_heavy_item_of_zipf_data_is_found_on_fifty_datasets():
     assert bound < 1e-3
     assert stats.binom.sf(missed - 1, heavy_total, 1e-3) > ALPHA
     assert true_reported / reported_total >= 0.95  # about 0.97 expected: items just below 1% are reported at times
+
+
+def test_adaptive_rounds_are_within_the_composed_guarantee_exactly():
+    """Two users, one row of one bucket, candidates a (sign +) and b (sign -): the whole view enumerated.
+
+    Round two's bins are the candidates round one's view selects (in its order) plus "other", so
+    the joint law is round one's pmf times round two's given the selection; its hockey-stick
+    divergence between ``[a, c]`` and ``[b, c]`` must not exceed the composed event's.
+    """
+    first_noise, second_noise, support = 2.0, 3.0, np.arange(0, 22)
+    sketch = ShuffledCountSketch(n_users=2, rows=1, width=1, noise_mean=first_noise, delta=1e-3)
+    protocol = TwoRoundHeavyHitters(finder=sketch, counter_noise_mean=second_noise, candidate_rows=1, delta=1e-3)
+    signs = {item: int(sketch._cells(np.array([item], dtype=np.uint64))[0, 0] % 2) for item in (2, 0, 9)}
+    a, b, c = 2, 0, 9  # cell 0 is the + sign, cell 1 the - sign
+    assert signs == {a: 0, b: 1, c: 1}
+    threshold = CANDIDATE_FRACTION * 1.0  # min_count = 1
+
+    def joint(items):
+        plus = sum(signs[item] == 0 for item in items)
+        pmf = np.zeros((support.size,) * 5)
+        for n_plus in support:
+            for n_minus in support:
+                p1 = stats.poisson.pmf(n_plus - plus, first_noise) * stats.poisson.pmf(n_minus - (2 - plus), first_noise)
+                estimates = {a: n_plus - n_minus, b: n_minus - n_plus}
+                chosen = sorted((x for x in (a, b) if estimates[x] >= threshold), key=lambda x: -estimates[x])
+                per_bin = [sum(item == x for item in items) for x in chosen] + [sum(item not in chosen for item in items)]
+                factors = [stats.poisson.pmf(support - users, second_noise) for users in per_bin]
+                factors += [(support == 0).astype(float)] * (3 - len(factors))
+                pmf[n_plus, n_minus] = p1 * np.einsum("i,j,k->ijk", *factors)
+        return pmf.ravel()
+
+    first, second = joint([a, c]), joint([b, c])
+    for epsilon in (2.0, 3.0, 4.0):
+        exact = _exact_pair_delta(first, second, epsilon)
+        assert exact <= protocol.event.pld().delta(epsilon) <= 1.05 * exact  # within 3% here: tight

@@ -93,6 +93,12 @@ class TwoRoundHeavyHitters:
         Messages per user: round one's ``R + 2 R W lambda_1 / n`` plus at most
         ``1 + (max_candidates + 1) lambda_2 / n``.
 
+    References:
+        Charikar, Chen & Farach-Colton, "Finding frequent items in data streams", ICALP 2002
+        (the count sketch). Balcer & Cheu, "Separating local & shuffled differential privacy via
+        histograms", ITC 2020 (fake messages). Ghazi, Golowich, Kumar, Pagh & Velingker, "On the
+        power of multiple anonymous messages: frequency estimation and selection", EUROCRYPT 2021.
+
     Examples:
         >>> finder = TwoRoundHeavyHitters.from_privacy(epsilon=1.0, delta=1e-6, n_users=20000, max_messages_per_user=60)
         >>> items = np.concatenate([np.full(3000, 7), np.full(1000, 11), np.arange(16000)])

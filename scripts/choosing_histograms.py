@@ -103,6 +103,9 @@ def limits_table() -> str:
         "|---|---|---|---|",
         f"| `ShuffledHistogram` | at most {MAX_CATEGORIES:,} categories | every user sends to every bin: work and noise "
         "messages grow with users × categories | `ShuffledCountSketch` (point queries, candidates) or `PrefixHeavyHitters` |",
+        f"| `CentralHistogram` | at most {MAX_CATEGORIES:,} categories | one count per category (`Categories`) | "
+        "the same count sketch released centrally (`count_sketch_table` plus noise, as in "
+        "`benchmarks/bench_histograms.py`) |",
         f"| `ShuffledCountSketch` | at most {MAX_SKETCH_CELLS:,} cells (`2 rows width`) | the analyzer's table | fewer buckets "
         "(more collisions) or more rows |",
         f"| `PrefixHeavyHitters` | identifiers below 2^{MAX_DOMAIN_BITS} | 64-bit prefixes "
@@ -116,6 +119,8 @@ def limits_table() -> str:
         f"| `ShuffledMean` | at most {MAX_LEVELS:,} levels; any `[low, high]` | the sum's sensitivity | none needed: "
         "`levels=None` stops at the cap, and the randomized rounding stays unbiased (its variance, counted in `rmse()`, "
         "then grows) |",
+        "| `ClippedMean` | at most 2^40 steps of `resolution` in `[low, upper]` | `ClippedSum`'s integer domain | "
+        "a coarser `resolution` |",
         "| `ClippedSum` | a power-of-two domain `U` | sub-domains `(2^(j-1), 2^j]` | `ClippedMean` rounds any bound up |",
     ]
     return "\n".join(rows)

@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -88,10 +89,14 @@ COMMUNICATION_VARIANCE_FACTOR = 1.1
 MAX_VARIANCE_FACTOR = 16.0
 _TAIL = 1e-14
 # Profile mass above the envelope's last sample is counted as infinite loss; the samples stop once
-# every profile's finite part above them is below this.
-_ENVELOPE_FINITE_FLOOR = 1e-20
+# every profile's finite part above them is below this (composed K times, far below any target).
+_ENVELOPE_FINITE_FLOOR = 1e-15
+# The samples are every multiple of LOSS_STEP while the finite part is above this, then every
+# _COARSE_STRIDE-th (the chords there lie at most the finite part above the curve).
+_FINE_FLOOR = 1e-12
+_COARSE_STRIDE = 64
 # Shapes tried by the flooding search (at least 1: log-concavity), and its resolution on log(kappa).
-SEARCH_SHAPES = (2.0, 4.0, 8.0, 16.0, 32.0)
+SEARCH_SHAPES = (4.0, 8.0, 16.0, 32.0)
 _LOG_KAPPA_TOLERANCE = 0.02
 # Largest kappa tried: the flooding counts' pmfs grow like kappa (about 10^7 entries at D = 100).
 _MAX_KAPPA = 4096.0
@@ -149,23 +154,35 @@ def _shift_profile(pmf: np.ndarray, tail: float, shift: int) -> PrivacyProfile:
 def _envelope_pld(profiles: list[PrivacyProfile]) -> PLDPair:
     """PLD of a symmetric pair dominating the pointwise maximum of ``profiles`` (both directions, every epsilon).
 
-    Samples at the multiples of `LOSS_STEP` up to where every profile's finite part is below
-    `_ENVELOPE_FINITE_FLOOR`; the last sample's value becomes the pair's infinite-loss mass, an
-    upper bound on the profiles beyond it (they do not increase).
+    Samples at multiples of `LOSS_STEP` (`_sample_epsilons`); between samples the pair's curve
+    is the chord, above the (convex) maximum; the last sample's value becomes the pair's
+    infinite-loss mass, an upper bound on the profiles beyond it (they do not increase).
     """
     infinite = max(profile.infinite_mass for profile in profiles)
     largest = max(float(profile.breakpoints().max(initial=0.0)) for profile in profiles)
-    top = 64
-    while top * LOSS_STEP < largest:
-        finite = max(float(profile.delta(top * LOSS_STEP)) for profile in profiles) - infinite
-        if finite <= _ENVELOPE_FINITE_FLOOR:
-            break
-        top *= 2
-    top = min(top, math.ceil(largest / LOSS_STEP) + 1)
-    epsilons = np.arange(top + 1) * LOSS_STEP
+
+    def finite_part(steps: int) -> float:
+        return max(float(profile.delta(steps * LOSS_STEP)) for profile in profiles) - infinite
+
+    epsilons = _sample_epsilons(finite_part, math.ceil(largest / LOSS_STEP)) * LOSS_STEP
     deltas = np.max([np.atleast_1d(profile.delta(epsilons)) for profile in profiles], axis=0)
     envelope = symmetric_pair_from_samples(epsilons, np.minimum(deltas, 1.0), loss_step=LOSS_STEP)
     return PLDPair.from_profile(envelope, discretization=LOSS_STEP)
+
+
+def _sample_epsilons(finite_part: Callable[[int], float], largest: int) -> np.ndarray:
+    """Sample points in units of `LOSS_STEP`: every one up to where the profiles' finite part is below
+    `_FINE_FLOOR`, then every `_COARSE_STRIDE`-th up to where it is below `_ENVELOPE_FINITE_FLOOR` (or past
+    the largest loss). Powers of two, so the coarse points continue the fine grid."""
+    fine = _COARSE_STRIDE
+    while fine < largest and finite_part(fine) > _FINE_FLOOR:
+        fine *= 2
+    top = fine
+    while top < largest and finite_part(top) > _ENVELOPE_FINITE_FLOOR:
+        top *= 2
+    top = min(top, _COARSE_STRIDE * (largest // _COARSE_STRIDE + 1))
+    fine = min(fine, top)
+    return np.concatenate([np.arange(fine + 1), np.arange(fine + _COARSE_STRIDE, top + 1, _COARSE_STRIDE)])
 
 
 def _difference_pld(central_ratio: float, shift: int) -> PLDPair:
@@ -271,16 +288,19 @@ def flooding_messages(levels: int, flooding: dict[str, object]) -> float:
     return total
 
 
+@functools.lru_cache(maxsize=64)
 def communication_flooding(
     epsilon: float, delta: float, levels: int, central_ratio: float
 ) -> tuple[dict[str, object], PLDPair] | None:
     """The flooding with the fewest expected messages whose certified delta at ``epsilon`` meets ``delta``.
 
     The family is `scaled_flooding`: one shape ``r`` for pairs and triples (in `SEARCH_SHAPES`)
-    and one ``kappa``. For each shape, ``kappa`` doubles from 16 until `certified_pld` meets
+    and one ``kappa``. For each shape, ``kappa`` doubles (from 32, then from a quarter of the
+    previous shape's) until `certified_pld` meets
     the target (at most `_MAX_KAPPA`), then a bisection on ``log(kappa)`` finds the least
     feasible ``kappa`` within 2% (the messages grow with ``kappa``); shapes stop two past the
     best. Every point returned was evaluated and met the target. ``None`` if no shape meets it.
+    A function of public parameters only, cached (callers copy the flooding before changing it).
     """
     best: tuple[dict[str, object], PLDPair] | None = None
     best_messages = math.inf
@@ -293,9 +313,9 @@ def communication_flooding(
     def cannot_win(shape: float, log_kappa: float) -> bool:
         return flooding_messages(levels, scaled_flooding(levels, shape, math.exp(log_kappa))) >= best_messages
 
-    worse_in_a_row = 0
+    worse_in_a_row, previous = 0, math.log(128.0)
     for shape in SEARCH_SHAPES:
-        low = math.log(8.0)
+        low = previous - 2.0 * math.log(2.0)  # warm start: the least kappa moves little between shapes
         high, found = low, None
         while found is None and high < math.log(_MAX_KAPPA) and not cannot_win(shape, high + math.log(2.0)):
             low, high = high, high + math.log(2.0)
@@ -308,6 +328,8 @@ def communication_flooding(
                     low = middle
                 else:
                     high, found = middle, point
+        if found is not None:
+            previous = high
         messages = flooding_messages(levels, found[0]) if found is not None else math.inf
         if messages < best_messages:
             best, best_messages, worse_in_a_row = found, messages, 0

@@ -676,5 +676,5 @@ def _communication_protocol(paper: CorrelatedNoiseSum, factor: float) -> Correla
         delta=paper.delta,
         verified=True,
         clip=paper.clip,
-        **flooding,  # type: ignore[arg-type]
+        **dict(flooding),  # type: ignore[arg-type]
     )

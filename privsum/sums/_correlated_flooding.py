@@ -144,22 +144,28 @@ def shift_structure(levels: int) -> ShiftStructure:
     return ShiftStructure(levels, int(max(spread[0], spread[1])), tuple(int(s) for s in spread[2:]), most)
 
 
-def _shift_profile(pmf: np.ndarray, tail: float, shift: int) -> PrivacyProfile:
-    """Exact profile (both directions) of ``X`` against ``X + shift``; mass beyond the pmf is infinite loss."""
+def _shift_profile(pmf: np.ndarray, tail: float, shift: int) -> tuple[PrivacyProfile, float]:
+    """Exact profile (both directions) of ``X`` against ``X + shift`` and its largest finite ``|loss|``.
+
+    Mass beyond the pmf is infinite loss.
+    """
     p = np.concatenate([pmf, np.zeros(shift)])
     q = np.concatenate([np.zeros(shift), pmf])
-    return PrivacyProfile(p, q, p_tail=tail, q_tail=tail)
+    both = (p > 0) & (q > 0)
+    largest = float(np.abs(np.log(p[both]) - np.log(q[both])).max(initial=0.0))
+    return PrivacyProfile(p, q, p_tail=tail, q_tail=tail), largest
 
 
-def _envelope_pld(profiles: list[PrivacyProfile]) -> PLDPair:
+def _envelope_pld(shifted: list[tuple[PrivacyProfile, float]]) -> PLDPair:
     """PLD of a symmetric pair dominating the pointwise maximum of ``profiles`` (both directions, every epsilon).
 
     Samples at multiples of `LOSS_STEP` (`_sample_epsilons`); between samples the pair's curve
     is the chord, above the (convex) maximum; the last sample's value becomes the pair's
     infinite-loss mass, an upper bound on the profiles beyond it (they do not increase).
     """
+    profiles = [profile for profile, _ in shifted]
     infinite = max(profile.infinite_mass for profile in profiles)
-    largest = max(float(profile.breakpoints().max(initial=0.0)) for profile in profiles)
+    largest = max(loss for _, loss in shifted)
 
     def finite_part(steps: int) -> float:
         return max(float(profile.delta(steps * LOSS_STEP)) for profile in profiles) - infinite
@@ -238,7 +244,7 @@ def certified_pld(
         pld = pld.compose(_envelope_pld([_shift_profile(pmf, tail, structure.central_shift)]))
     if structure.kinds_per_pair == 0:
         return pld
-    profiles: dict[tuple[float, int], PrivacyProfile] = {}
+    profiles: dict[tuple[float, int], tuple[PrivacyProfile, float]] = {}
     for index, shift in enumerate(structure.kind_shifts):
         size = index % (levels - 1) + 2
         ratio = triple_ratios[size - 2]
@@ -288,7 +294,6 @@ def flooding_messages(levels: int, flooding: dict[str, object]) -> float:
     return total
 
 
-@functools.lru_cache(maxsize=64)
 def communication_flooding(
     epsilon: float, delta: float, levels: int, central_ratio: float
 ) -> tuple[dict[str, object], PLDPair] | None:
@@ -300,7 +305,7 @@ def communication_flooding(
     the target (at most `_MAX_KAPPA`), then a bisection on ``log(kappa)`` finds the least
     feasible ``kappa`` within 2% (the messages grow with ``kappa``); shapes stop two past the
     best. Every point returned was evaluated and met the target. ``None`` if no shape meets it.
-    A function of public parameters only, cached (callers copy the flooding before changing it).
+    A function of public parameters only: callers cache it (`privsum.accounting.cache`).
     """
     best: tuple[dict[str, object], PLDPair] | None = None
     best_messages = math.inf

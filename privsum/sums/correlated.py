@@ -657,13 +657,14 @@ def _communication_factor(owner: str, calibration: str, flooding: str, variance_
 
 def _communication_protocol(paper: CorrelatedNoiseSum, factor: float) -> CorrelatedNoiseSum:
     """``paper`` with the most central noise ``factor`` allows and the cheapest certified flooding (`from_privacy`)."""
+    from privsum.accounting.cache import cached_calibration
     from privsum.sums._correlated_flooding import CERTIFIED_MAX_LEVELS, communication_flooding, noisiest_ratio
 
     owner = f"{type(paper).__name__}.from_privacy"
     if paper.levels > CERTIFIED_MAX_LEVELS:
         raise invalid("levels", owner, f"at most {CERTIFIED_MAX_LEVELS} with flooding='communication'", paper.levels)
     central_ratio = noisiest_ratio(paper.central_ratio, factor)
-    found = communication_flooding(paper.epsilon, paper.delta, paper.levels, central_ratio)
+    found = cached_calibration(communication_flooding, paper.epsilon, paper.delta, paper.levels, central_ratio)
     if found is None:
         raise invalid("epsilon", owner, "met by a certified communication flooding (none found)", paper.epsilon)
     flooding, pld = found

@@ -185,7 +185,9 @@ class CorrelatedNoiseSum(ShuffleProtocol):
         view's profile for every neighbouring pair and every other users' data. For ``D <= 2``
         the linear map is invertible, so the bound is the exact profile of the count view.
         ``calibration="tight"`` runs this check for all pairs of rounded values (``D <= 8``),
-        refuses parameters that miss the target and reports the verified epsilon. The view's
+        refuses parameters that miss the target and reports the verified epsilon. At any ``D``
+        (up to 2048), `certified_delta` bounds all pairs at once by one composition (looser than
+        `verify`, never below it in the tests); ``flooding="communication"`` is calibrated by it. The view's
         distribution does not depend on ``n`` (per-user NB shares sum to the totals), so the
         check covers every ``n`` -- provided all ``n`` users take part.
 
@@ -602,6 +604,11 @@ class CorrelatedNoiseSum(ShuffleProtocol):
 
         Raises:
             InvalidParameterError: ``pair_shape`` or ``triple_shape`` below 1, or ``levels`` above 2048.
+
+        Examples:
+            >>> protocol = CorrelatedNoiseSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=1_000, domain=2)
+            >>> bool(protocol.verify() <= protocol.certified_delta() <= protocol.delta)
+            True
         """
         from privsum.sums._correlated_flooding import certified_pld
 

@@ -82,13 +82,14 @@ def test_certified_delta_bounds_the_paper_parameters(levels):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("levels", [3, 4, 5, 6, 7, 8])
-def test_certified_delta_bounds_the_exact_verification_up_to_eight_levels(levels):
-    for shape, kappa in [(2.0, 5.0), (8.0, 30.0), (8.0, 100.0)]:
-        protocol = _protocol(levels, math.exp(-0.7 / levels), scaled_flooding(levels, shape, kappa))
-        epsilons = (0.8, 1.0)
-        for bound, value in zip([protocol.certified_delta(e) for e in epsilons], _exact_deltas(protocol, epsilons), strict=True):
-            assert bound >= value * (1.0 - _GRID_TOLERANCE)
+@pytest.mark.parametrize("levels", [3, 4, 5, 6])
+@pytest.mark.parametrize(("shape", "kappa"), [(2.0, 5.0), (8.0, 30.0), (8.0, 100.0)])
+def test_certified_delta_bounds_the_exact_verification_on_more_levels(levels, shape, kappa):
+    """As above on 3..6 levels (7 and 8 take minutes each in `verify`)."""
+    protocol = _protocol(levels, math.exp(-0.7 / levels), scaled_flooding(levels, shape, kappa))
+    epsilons = (0.8, 1.0)
+    for bound, value in zip([protocol.certified_delta(e) for e in epsilons], _exact_deltas(protocol, epsilons), strict=True):
+        assert bound >= value * (1.0 - _GRID_TOLERANCE)
 
 
 def test_the_bound_only_grows_with_less_flooding():

@@ -61,7 +61,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from privsum._validation import check_integer, check_real
+from privsum._validation import check_integer, check_real, invalid
 from privsum.accounting import PLDPair, PrivacyProfile
 from privsum.accounting.envelope import symmetric_pair_from_samples
 from privsum.shuffle.noise import discrete_laplace_pmf, negative_binomial_truncated
@@ -70,6 +70,7 @@ __all__ = [
     "CERTIFIED_MAX_LEVELS",
     "COMMUNICATION_VARIANCE_FACTOR",
     "LOSS_STEP",
+    "MAX_PMF_LENGTH",
     "MAX_VARIANCE_FACTOR",
     "ShiftStructure",
     "certified_pld",
@@ -83,7 +84,7 @@ __all__ = [
 #: Discretisation of every privacy loss in the certified bound (a power of two: the envelope's losses are exact).
 LOSS_STEP = 2.0**-14
 #: Most levels the certified bound handles (the pairs are enumerated once to find ``K``, ``H`` and ``M_k``).
-CERTIFIED_MAX_LEVELS = 2048
+CERTIFIED_MAX_LEVELS = 1024
 #: ``flooding="communication"``: the default central-noise variance allowed over the paper's, and the largest accepted.
 COMMUNICATION_VARIANCE_FACTOR = 1.1
 MAX_VARIANCE_FACTOR = 16.0
@@ -98,8 +99,9 @@ _COARSE_STRIDE = 64
 # Shapes tried by the flooding search (at least 1: log-concavity), and its resolution on log(kappa).
 SEARCH_SHAPES = (4.0, 8.0, 16.0, 32.0)
 _LOG_KAPPA_TOLERANCE = 0.02
-# Largest kappa tried: the flooding counts' pmfs grow like kappa (about 10^7 entries at D = 100).
-_MAX_KAPPA = 4096.0
+#: Longest pmf of one noise count the bound builds (to its 1e-14 tail): the work bound of
+#: `certified_pld` and of the search.
+MAX_PMF_LENGTH = 2**22
 
 
 @dataclass(frozen=True)
@@ -237,6 +239,11 @@ def certified_pld(
     levels = check_integer(levels, "levels", owner, low=1, high=CERTIFIED_MAX_LEVELS)
     for name, shape in (("pair_shape", pair_shape), ("triple_shape", triple_shape)):
         check_real(shape, name, owner, low=1.0)
+    expected = f"small enough for the certified bound (each count's pmf at most {MAX_PMF_LENGTH} entries)"
+    if not _count_length(pair_shape, pair_ratio) <= MAX_PMF_LENGTH:
+        raise invalid("pair_ratio", owner, expected, pair_ratio)
+    if not _count_length(triple_shape, max(triple_ratios, default=0.0)) <= MAX_PMF_LENGTH:
+        raise invalid("triple_ratios", owner, expected, max(triple_ratios))
     structure = shift_structure(levels)
     pld = _difference_pld(central_ratio, levels)
     if structure.central_shift > 0:
@@ -260,6 +267,19 @@ def noisiest_ratio(paper_ratio: float, factor: float) -> float:
     variance = factor * 2.0 * paper_ratio / (1.0 - paper_ratio) ** 2
     ratio = (variance + 1.0 - math.sqrt(2.0 * variance + 1.0)) / variance
     return max(paper_ratio, min(ratio, math.nextafter(1.0, 0.0)))
+
+
+def _count_length(shape: float, ratio: float) -> float:
+    """Entries of the truncated pmf of ``NB(shape, ratio)`` (`negative_binomial_truncated` at `_TAIL`), before building it."""
+    from scipy import stats
+
+    return float(stats.nbinom(shape, 1.0 - ratio).isf(_TAIL)) + 2.0
+
+
+def fits_work_bound(pair_shape: float, pair_ratio: float, triple_shape: float, triple_ratios: tuple[float, ...]) -> bool:
+    """Whether every flooding count's pmf has at most `MAX_PMF_LENGTH` entries (checked before any pmf is built)."""
+    longest = max(_count_length(pair_shape, pair_ratio), _count_length(triple_shape, max(triple_ratios, default=0.0)))
+    return longest <= MAX_PMF_LENGTH
 
 
 def _ratio_for_sd(shape: float, sd: float) -> float:
@@ -302,7 +322,7 @@ def communication_flooding(
     The family is `scaled_flooding`: one shape ``r`` for pairs and triples (in `SEARCH_SHAPES`)
     and one ``kappa``. For each shape, ``kappa`` doubles (from 32, then from a quarter of the
     previous shape's) until `certified_pld` meets
-    the target (at most `_MAX_KAPPA`), then a bisection on ``log(kappa)`` finds the least
+    the target (while the pmfs fit `MAX_PMF_LENGTH`), then a bisection on ``log(kappa)`` finds the least
     feasible ``kappa`` within 2% (the messages grow with ``kappa``); shapes stop two past the
     best. Every point returned was evaluated and met the target. ``None`` if no shape meets it.
     A function of public parameters only: callers cache it (`privsum.accounting.cache`).
@@ -315,6 +335,9 @@ def communication_flooding(
         pld = certified_pld(levels, central_ratio, **flooding)  # type: ignore[arg-type]
         return (flooding, pld) if pld.delta(epsilon) <= delta else None
 
+    def fits(shape: float, log_kappa: float) -> bool:
+        return fits_work_bound(**scaled_flooding(levels, shape, math.exp(log_kappa)))  # type: ignore[arg-type]
+
     def cannot_win(shape: float, log_kappa: float) -> bool:
         return flooding_messages(levels, scaled_flooding(levels, shape, math.exp(log_kappa))) >= best_messages
 
@@ -322,7 +345,7 @@ def communication_flooding(
     for shape in SEARCH_SHAPES:
         low = previous - 2.0 * math.log(2.0)  # warm start: the least kappa moves little between shapes
         high, found = low, None
-        while found is None and high < math.log(_MAX_KAPPA) and not cannot_win(shape, high + math.log(2.0)):
+        while found is None and fits(shape, high + math.log(2.0)) and not cannot_win(shape, high + math.log(2.0)):
             low, high = high, high + math.log(2.0)
             found = feasible(shape, high)
         if found is not None:

@@ -186,7 +186,7 @@ class CorrelatedNoiseSum(ShuffleProtocol):
         the linear map is invertible, so the bound is the exact profile of the count view.
         ``calibration="tight"`` runs this check for all pairs of rounded values (``D <= 8``),
         refuses parameters that miss the target and reports the verified epsilon. At any ``D``
-        (up to 2048), `certified_delta` bounds all pairs at once by one composition (looser than
+        (up to 1024), `certified_delta` bounds all pairs at once by one composition (looser than
         `verify`, never below it in the tests); ``flooding="communication"`` is calibrated by it. The view's
         distribution does not depend on ``n`` (per-user NB shares sum to the totals), so the
         check covers every ``n`` -- provided all ``n`` users take part.
@@ -290,7 +290,7 @@ class CorrelatedNoiseSum(ShuffleProtocol):
             clip: see the class.
             spread_log: the log in the flooding spread ``Gamma`` (see `gkmps_parameters`).
             flooding: ``"paper"`` (the flooding of `gkmps_parameters`) or ``"communication"``
-                (with ``calibration="tight"``, any ``levels`` up to 2048): the central noise is
+                (with ``calibration="tight"``, any ``levels`` up to 1024): the central noise is
                 the most the variance allowance permits (``DLap(a)``, ``2a/(1-a)^2`` at most
                 ``variance_factor`` times the paper's ``a = e^(-0.7 epsilon/D)``: it leaves the
                 most budget to flooding, and its own ``2a/(1-a)`` messages are few), and the
@@ -603,7 +603,8 @@ class CorrelatedNoiseSum(ShuffleProtocol):
         ``levels <= 8``. All ``n_users`` take part.
 
         Raises:
-            InvalidParameterError: ``pair_shape`` or ``triple_shape`` below 1, or ``levels`` above 2048.
+            InvalidParameterError: ``pair_shape`` or ``triple_shape`` below 1, ``levels`` above 1024, or
+                flooding counts too long to build (``pair_ratio`` / ``triple_ratios`` too close to 1).
 
         Examples:
             >>> protocol = CorrelatedNoiseSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=1_000, domain=2)

@@ -157,7 +157,7 @@ def test_fewer_participants_claim_nothing_above_eight_levels():
         ({"calibration": "tight", "flooding": "communication", "variance_factor": 0.5}, "variance_factor"),
         ({"calibration": "tight", "flooding": "communication", "variance_factor": math.nan}, "variance_factor"),
         ({"calibration": "tight", "flooding": "communication", "variance_factor": 17.0}, "variance_factor"),
-        ({"calibration": "tight", "flooding": "communication", "domain": 4096}, "levels"),
+        ({"calibration": "tight", "flooding": "communication", "domain": 2048}, "levels"),
         ({"calibration": "tight", "domain": 9}, "levels"),  # the paper flooding is verified up to 8 levels
     ],
 )
@@ -178,3 +178,12 @@ def test_certified_delta_refuses_shapes_below_one(name):
 def test_certified_delta_validates_epsilon():
     with pytest.raises(InvalidParameterError, match="'epsilon' parameter of CorrelatedNoiseSum.certified_delta"):
         _paper(1).certified_delta(-1.0)
+
+
+@pytest.mark.parametrize("name", ["pair_ratio", "triple_ratios"])
+def test_certified_delta_refuses_counts_too_long_to_build(name):
+    """A ratio this close to 1 needs a pmf of billions of entries: refused before any is built."""
+    flooding = scaled_flooding(3, 8.0, 20.0)
+    flooding[name] = 1.0 - 1e-9 if name == "pair_ratio" else (flooding[name][0], 1.0 - 1e-9)
+    with pytest.raises(InvalidParameterError, match=f"'{name}' parameter of CorrelatedNoiseSum.certified_delta"):
+        _protocol(3, 0.8, flooding).certified_delta()

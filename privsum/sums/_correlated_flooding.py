@@ -232,14 +232,17 @@ def certified_pld(
     """A PLD pair dominating every neighbouring pair of the count view (see the module): ``DLap(D) x W_Y x W^K``.
 
     Raises:
-        InvalidParameterError: a shape below 1 (the bound needs log-concave counts), or more than
-            `CERTIFIED_MAX_LEVELS` levels.
+        InvalidParameterError: a shape below 1 (the bound needs log-concave counts), more than
+            `CERTIFIED_MAX_LEVELS` levels, or a ratio so close to 1 that a pmf would exceed
+            `MAX_PMF_LENGTH` entries (checked before any is built).
     """
     owner = "CorrelatedNoiseSum.certified_delta"
     levels = check_integer(levels, "levels", owner, low=1, high=CERTIFIED_MAX_LEVELS)
     for name, shape in (("pair_shape", pair_shape), ("triple_shape", triple_shape)):
         check_real(shape, name, owner, low=1.0)
     expected = f"small enough for the certified bound (each count's pmf at most {MAX_PMF_LENGTH} entries)"
+    if not math.log(_TAIL) / math.log(central_ratio) <= MAX_PMF_LENGTH:  # the DLap's and Geom(a^2)'s half-widths
+        raise invalid("central_ratio", owner, expected, central_ratio)
     if not _count_length(pair_shape, pair_ratio) <= MAX_PMF_LENGTH:
         raise invalid("pair_ratio", owner, expected, pair_ratio)
     if not _count_length(triple_shape, max(triple_ratios, default=0.0)) <= MAX_PMF_LENGTH:

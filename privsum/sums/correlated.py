@@ -672,7 +672,8 @@ def _communication_protocol(paper: CorrelatedNoiseSum, factor: float) -> Correla
     if paper.levels > CERTIFIED_MAX_LEVELS:
         raise invalid("levels", owner, f"at most {CERTIFIED_MAX_LEVELS} with flooding='communication'", paper.levels)
     central_ratio = noisiest_ratio(paper.central_ratio, factor)
-    found = cached_calibration(communication_flooding, paper.epsilon, paper.delta, paper.levels, central_ratio)
+    with refusals_as(owner, derived_from=("epsilon", paper.epsilon)):
+        found = cached_calibration(communication_flooding, paper.epsilon, paper.delta, paper.levels, central_ratio)
     if found is None:
         raise invalid("epsilon", owner, "met by a certified communication flooding (none found)", paper.epsilon)
     flooding, pld = found

@@ -180,10 +180,13 @@ def test_certified_delta_validates_epsilon():
         _paper(1).certified_delta(-1.0)
 
 
-@pytest.mark.parametrize("name", ["pair_ratio", "triple_ratios"])
+@pytest.mark.parametrize("name", ["central_ratio", "pair_ratio", "triple_ratios"])
 def test_certified_delta_refuses_counts_too_long_to_build(name):
     """A ratio this close to 1 needs a pmf of billions of entries: refused before any is built."""
-    flooding = scaled_flooding(3, 8.0, 20.0)
-    flooding[name] = 1.0 - 1e-9 if name == "pair_ratio" else (flooding[name][0], 1.0 - 1e-9)
+    flooding, central_ratio = scaled_flooding(3, 8.0, 20.0), 0.8
+    if name == "central_ratio":
+        central_ratio = 1.0 - 1e-9
+    else:
+        flooding[name] = 1.0 - 1e-9 if name == "pair_ratio" else (flooding[name][0], 1.0 - 1e-9)
     with pytest.raises(InvalidParameterError, match=f"'{name}' parameter of CorrelatedNoiseSum.certified_delta"):
-        _protocol(3, 0.8, flooding).certified_delta()
+        _protocol(3, central_ratio, flooding).certified_delta()

@@ -58,6 +58,7 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -102,6 +103,8 @@ _LOG_KAPPA_TOLERANCE = 0.02
 #: Longest pmf of one noise count the bound builds (to its 1e-14 tail): the work bound of
 #: `certified_pld` and of the search.
 MAX_PMF_LENGTH = 2**22
+# The least kappa the search halves to.
+_MIN_KAPPA = 0.5
 
 
 @dataclass(frozen=True)
@@ -323,44 +326,30 @@ def communication_flooding(
     """The flooding with the fewest expected messages whose certified delta at ``epsilon`` meets ``delta``.
 
     The family is `scaled_flooding`: one shape ``r`` for pairs and triples (in `SEARCH_SHAPES`)
-    and one ``kappa``. For each shape, ``kappa`` doubles (from 32, then from a quarter of the
-    previous shape's) until `certified_pld` meets
-    the target (while the pmfs fit `MAX_PMF_LENGTH`), then a bisection on ``log(kappa)`` finds the least
-    feasible ``kappa`` within 2% (the messages grow with ``kappa``); shapes stop two past the
-    best. Every point returned was evaluated and met the target. ``None`` if no shape meets it.
-    A function of public parameters only: callers cache it (`privsum.accounting.cache`).
+    and one ``kappa``. For each shape, `_least_kappa` brackets the least ``kappa`` whose
+    `certified_pld` meets the target by doubling or halving (from 64, then from a quarter of
+    the previous shape's), then bisects on ``log(kappa)`` to within 2% (the messages grow with ``kappa``);
+    shapes stop two past the best. Every point returned was evaluated and met the target.
+    ``None`` if no shape meets it while the pmfs fit `MAX_PMF_LENGTH`. A function of public
+    parameters only: callers cache it (`privsum.accounting.cache`).
     """
     best: tuple[dict[str, object], PLDPair] | None = None
-    best_messages = math.inf
-
-    def feasible(shape: float, log_kappa: float) -> tuple[dict[str, object], PLDPair] | None:
-        flooding = scaled_flooding(levels, shape, math.exp(log_kappa))
-        pld = certified_pld(levels, central_ratio, **flooding)  # type: ignore[arg-type]
-        return (flooding, pld) if pld.delta(epsilon) <= delta else None
-
-    def fits(shape: float, log_kappa: float) -> bool:
-        return fits_work_bound(**scaled_flooding(levels, shape, math.exp(log_kappa)))  # type: ignore[arg-type]
-
-    def cannot_win(shape: float, log_kappa: float) -> bool:
-        return flooding_messages(levels, scaled_flooding(levels, shape, math.exp(log_kappa))) >= best_messages
-
-    worse_in_a_row, previous = 0, math.log(128.0)
+    best_messages, worse_in_a_row, start = math.inf, 0, math.log(64.0)
     for shape in SEARCH_SHAPES:
-        low = previous - 2.0 * math.log(2.0)  # warm start: the least kappa moves little between shapes
-        high, found = low, None
-        while found is None and fits(shape, high + math.log(2.0)) and not cannot_win(shape, high + math.log(2.0)):
-            low, high = high, high + math.log(2.0)
-            found = feasible(shape, high)
-        if found is not None:
-            while high - low > _LOG_KAPPA_TOLERANCE:
-                middle = 0.5 * (low + high)
-                point = feasible(shape, middle)  # cheaper than the found point, which can win
-                if point is None:
-                    low = middle
-                else:
-                    high, found = middle, point
-        if found is not None:
-            previous = high
+        bound = best_messages
+
+        def admissible(log_kappa: float, shape: float = shape, bound: float = bound) -> bool:
+            """Small enough to certify here, and cheaper than the best so far."""
+            flooding = scaled_flooding(levels, shape, math.exp(log_kappa))
+            return fits_work_bound(**flooding) and flooding_messages(levels, flooding) < bound  # type: ignore[arg-type]
+
+        def feasible(log_kappa: float, shape: float = shape) -> tuple[dict[str, object], PLDPair] | None:
+            flooding = scaled_flooding(levels, shape, math.exp(log_kappa))
+            pld = certified_pld(levels, central_ratio, **flooding)  # type: ignore[arg-type]
+            return (flooding, pld) if pld.delta(epsilon) <= delta else None
+
+        found, least = _least_kappa(feasible, admissible, start)
+        start = least - math.log(4.0)  # warm start below: the next shape's least kappa is near, cheaper ones are below
         messages = flooding_messages(levels, found[0]) if found is not None else math.inf
         if messages < best_messages:
             best, best_messages, worse_in_a_row = found, messages, 0
@@ -369,3 +358,48 @@ def communication_flooding(
             if worse_in_a_row == 2:
                 break
     return best
+
+
+def _least_kappa(feasible: Callable[[float], Any], admissible: Callable[[float], bool], start: float) -> tuple[Any, float]:
+    """The feasible point at the least ``log(kappa)`` found (or ``None``) and that ``log(kappa)`` (or ``start``).
+
+    Bracketing from ``start``: halve while feasible (down to `_MIN_KAPPA`), or double until
+    feasible while `admissible` (small enough and cheaper than the best), the last try at the
+    largest admissible ``kappa``; then bisection.
+    """
+    step = math.log(2.0)
+    found = feasible(start) if admissible(start) else None
+    if found is not None:
+        low, high = start - step, start
+        while low > math.log(_MIN_KAPPA) and (point := feasible(low)) is not None:
+            low, high, found = low - step, low, point
+    else:
+        low, high = start, start + step
+        while True:
+            if not admissible(high):  # the last try: the most flooding still admissible
+                high = _last_admissible(admissible, low, high)
+                if high <= low or (found := feasible(high)) is None:
+                    return None, start
+                break
+            if (found := feasible(high)) is not None:
+                break
+            low, high = high, high + step
+    while high - low > _LOG_KAPPA_TOLERANCE:
+        middle = 0.5 * (low + high)
+        point = feasible(middle)  # cheaper than the feasible high end: admissible
+        if point is None:
+            low = middle
+        else:
+            high, found = middle, point
+    return found, high
+
+
+def _last_admissible(admissible: Callable[[float], bool], low: float, high: float) -> float:
+    """The largest ``log(kappa)`` in ``[low, high)`` found admissible (bisection to 1e-3; ``low`` if none)."""
+    while high - low > 1e-3:
+        middle = 0.5 * (low + high)
+        if admissible(middle):
+            low = middle
+        else:
+            high = middle
+    return low

@@ -170,7 +170,8 @@ class CorrelatedNoiseSum(ShuffleProtocol):
         triple_ratios: ratio for ``|i| = 2..D`` (the same for ``i`` and ``-i``).
         epsilon: the headline epsilon.
         delta: the headline delta.
-        verified: whether the headline was checked numerically (`verify`) when it was built.
+        verified: whether the headline was checked numerically when it was built (`verify`, or
+            `certified_delta` for ``flooding="communication"``).
         clip: clip inputs to ``{0..domain}`` instead of raising.
 
     Privacy:

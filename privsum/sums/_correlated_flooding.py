@@ -72,6 +72,7 @@ __all__ = [
     "COMMUNICATION_VARIANCE_FACTOR",
     "LOSS_STEP",
     "MAX_PMF_LENGTH",
+    "MAX_TOTAL_LENGTH",
     "MAX_VARIANCE_FACTOR",
     "ShiftStructure",
     "certified_pld",
@@ -103,6 +104,8 @@ _LOG_KAPPA_TOLERANCE = 0.02
 #: Longest pmf of one noise count the bound builds (to its 1e-14 tail): the work bound of
 #: `certified_pld` and of the search.
 MAX_PMF_LENGTH = 2**22
+#: Most pmf entries over all triple kinds (the counts are built one at a time).
+MAX_TOTAL_LENGTH = 2**26
 # The least kappa the search halves to.
 _MIN_KAPPA = 0.5
 
@@ -149,42 +152,50 @@ def shift_structure(levels: int) -> ShiftStructure:
     return ShiftStructure(levels, int(max(spread[0], spread[1])), tuple(int(s) for s in spread[2:]), most)
 
 
-def _shift_profile(pmf: np.ndarray, tail: float, shift: int) -> tuple[PrivacyProfile, float]:
-    """Exact profile (both directions) of ``X`` against ``X + shift`` and its largest finite ``|loss|``.
+def _shift_curve(pmf: np.ndarray, tail: float, shift: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """The exact profile (both directions) of ``X`` against ``X + shift``, sampled (`_sample_indices`).
 
-    Mass beyond the pmf is infinite loss.
+    Returns the sample indices (multiples of `LOSS_STEP`), the profile there, and the last index
+    of the fine part. Mass beyond the pmf is infinite loss. Only the samples are kept: the
+    envelope is built from one count at a time.
     """
     p = np.concatenate([pmf, np.zeros(shift)])
     q = np.concatenate([np.zeros(shift), pmf])
     both = (p > 0) & (q > 0)
     largest = float(np.abs(np.log(p[both]) - np.log(q[both])).max(initial=0.0))
-    return PrivacyProfile(p, q, p_tail=tail, q_tail=tail), largest
-
-
-def _envelope_pld(shifted: list[tuple[PrivacyProfile, float]]) -> PLDPair:
-    """PLD of a symmetric pair dominating the pointwise maximum of ``profiles`` (both directions, every epsilon).
-
-    Samples at multiples of `LOSS_STEP` (`_sample_epsilons`); between samples the pair's curve
-    is the chord, above the (convex) maximum; the last sample's value becomes the pair's
-    infinite-loss mass, an upper bound on the profiles beyond it (they do not increase).
-    """
-    profiles = [profile for profile, _ in shifted]
-    infinite = max(profile.infinite_mass for profile in profiles)
-    largest = max(loss for _, loss in shifted)
+    profile = PrivacyProfile(p, q, p_tail=tail, q_tail=tail)
 
     def finite_part(steps: int) -> float:
-        return max(float(profile.delta(steps * LOSS_STEP)) for profile in profiles) - infinite
+        return float(profile.delta(steps * LOSS_STEP)) - profile.infinite_mass
 
-    epsilons = _sample_epsilons(finite_part, math.ceil(largest / LOSS_STEP)) * LOSS_STEP
-    deltas = np.max([np.atleast_1d(profile.delta(epsilons)) for profile in profiles], axis=0)
-    envelope = symmetric_pair_from_samples(epsilons, np.minimum(deltas, 1.0), loss_step=LOSS_STEP)
+    indices, fine = _sample_indices(finite_part, math.ceil(largest / LOSS_STEP))
+    return indices, np.atleast_1d(profile.delta(indices * LOSS_STEP)), fine
+
+
+def _envelope_pld(curves: list[tuple[np.ndarray, np.ndarray, int]]) -> PLDPair:
+    """PLD of a symmetric pair dominating the pointwise maximum of sampled profiles (both directions, every epsilon).
+
+    The common grid is every multiple of `LOSS_STEP` up to the largest fine part, then every
+    `_COARSE_STRIDE`-th up to the largest last sample; a profile is read at its last sample at or
+    below each grid point (an upper bound: profiles do not increase). Between grid points the
+    pair's curve is the chord, above the (convex) maximum; the last grid value becomes the pair's
+    infinite-loss mass, an upper bound beyond it.
+    """
+    fine = max(curve[2] for curve in curves)
+    top = max(int(curve[0][-1]) for curve in curves)
+    grid = np.concatenate([np.arange(fine + 1), np.arange(fine + _COARSE_STRIDE, top + 1, _COARSE_STRIDE)])
+    deltas = np.zeros(grid.size)
+    for indices, values, _ in curves:
+        at_or_below = np.searchsorted(indices, grid, side="right") - 1
+        np.maximum(deltas, values[at_or_below], out=deltas)
+    envelope = symmetric_pair_from_samples(grid * LOSS_STEP, np.minimum(deltas, 1.0), loss_step=LOSS_STEP)
     return PLDPair.from_profile(envelope, discretization=LOSS_STEP)
 
 
-def _sample_epsilons(finite_part: Callable[[int], float], largest: int) -> np.ndarray:
-    """Sample points in units of `LOSS_STEP`: every one up to where the profiles' finite part is below
+def _sample_indices(finite_part: Callable[[int], float], largest: int) -> tuple[np.ndarray, int]:
+    """Sample points in units of `LOSS_STEP` and the last fine one: every one up to where the finite part is below
     `_FINE_FLOOR`, then every `_COARSE_STRIDE`-th up to where it is below `_ENVELOPE_FINITE_FLOOR` (or past
-    the largest loss). Powers of two, so the coarse points continue the fine grid."""
+    the largest loss). Both ends are multiples of `_COARSE_STRIDE`, so the coarse points continue the fine grid."""
     fine = _COARSE_STRIDE
     while fine < largest and finite_part(fine) > _FINE_FLOOR:
         fine *= 2
@@ -193,7 +204,8 @@ def _sample_epsilons(finite_part: Callable[[int], float], largest: int) -> np.nd
         top *= 2
     top = min(top, _COARSE_STRIDE * (largest // _COARSE_STRIDE + 1))
     fine = min(fine, top)
-    return np.concatenate([np.arange(fine + 1), np.arange(fine + _COARSE_STRIDE, top + 1, _COARSE_STRIDE)])
+    indices = np.concatenate([np.arange(fine + 1), np.arange(fine + _COARSE_STRIDE, top + 1, _COARSE_STRIDE)])
+    return indices, fine
 
 
 def _difference_pld(central_ratio: float, shift: int) -> PLDPair:
@@ -251,21 +263,31 @@ def certified_pld(
     if not _count_length(triple_shape, max(triple_ratios, default=0.0)) <= MAX_PMF_LENGTH:
         raise invalid("triple_ratios", owner, expected, max(triple_ratios))
     structure = shift_structure(levels)
+    lengths = {ratio: _count_length(triple_shape, ratio) for ratio, _ in _distinct_triple_counts(structure, triple_ratios)}
+    if not sum(lengths.values()) <= MAX_TOTAL_LENGTH:
+        total = f"small enough for the certified bound (at most {MAX_TOTAL_LENGTH} pmf entries over all triple kinds)"
+        raise invalid("triple_ratios", owner, total, f"{len(lengths)} ratios, {sum(lengths.values()):.3g} entries")
     pld = _difference_pld(central_ratio, levels)
     if structure.central_shift > 0:
         pmf, tail = _minimum_pair_pmf(central_ratio, pair_shape, pair_ratio)
-        pld = pld.compose(_envelope_pld([_shift_profile(pmf, tail, structure.central_shift)]))
+        pld = pld.compose(_envelope_pld([_shift_curve(pmf, tail, structure.central_shift)]))
     if structure.kinds_per_pair == 0:
         return pld
-    profiles: dict[tuple[float, int], tuple[PrivacyProfile, float]] = {}
-    for index, shift in enumerate(structure.kind_shifts):
-        size = index % (levels - 1) + 2
-        ratio = triple_ratios[size - 2]
-        if shift > 0 and (ratio, shift) not in profiles:
-            pmf, tail = negative_binomial_truncated(triple_shape, ratio, _TAIL)
-            profiles[ratio, shift] = _shift_profile(pmf, tail, shift)
-    triples = _envelope_pld(list(profiles.values()))
+    curves: dict[tuple[float, int], tuple[np.ndarray, np.ndarray, int]] = {}
+    for ratio, shift in _distinct_triple_counts(structure, triple_ratios):
+        pmf, tail = negative_binomial_truncated(triple_shape, ratio, _TAIL)
+        curves[ratio, shift] = _shift_curve(pmf, tail, shift)
+    triples = _envelope_pld(list(curves.values()))
     return pld.compose(triples.self_compose(structure.kinds_per_pair))
+
+
+def _distinct_triple_counts(structure: ShiftStructure, triple_ratios: tuple[float, ...]) -> list[tuple[float, int]]:
+    """The distinct ``(ratio, M_k)`` of the shifted triple kinds (kinds ``+-i`` share ``triple_ratios[i - 2]``)."""
+    distinct = {}
+    for index, shift in enumerate(structure.kind_shifts):
+        if shift > 0:
+            distinct[triple_ratios[index % (structure.levels - 1)], shift] = None
+    return list(distinct)
 
 
 def noisiest_ratio(paper_ratio: float, factor: float) -> float:

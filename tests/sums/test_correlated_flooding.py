@@ -190,3 +190,11 @@ def test_certified_delta_refuses_counts_too_long_to_build(name):
         flooding[name] = 1.0 - 1e-9 if name == "pair_ratio" else (flooding[name][0], 1.0 - 1e-9)
     with pytest.raises(InvalidParameterError, match=f"'{name}' parameter of CorrelatedNoiseSum.certified_delta"):
         _protocol(3, central_ratio, flooding).certified_delta()
+
+
+def test_certified_delta_bounds_the_total_work_over_triple_kinds():
+    """99 distinct ratios with pmfs of about 1.7 million entries each: refused before any is built."""
+    levels = 100
+    flooding = {**scaled_flooding(levels, 8.0, 20.0), "triple_ratios": tuple(1.0 - 3e-5 - 1e-9 * i for i in range(levels - 1))}
+    with pytest.raises(InvalidParameterError, match="'triple_ratios' parameter of .* pmf entries over all triple kinds"):
+        _protocol(levels, 0.99, flooding).certified_delta()

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from privsum.accounting.cache import cached_calibration
 from privsum.exceptions import InvalidParameterError
 from privsum.sums import CorrelatedNoiseSum
 from privsum.sums._correlated_flooding import (
@@ -117,7 +118,7 @@ def test_communication_flooding_is_certified_cheaper_and_within_the_variance(com
 def test_communication_search_beats_its_neighbours():
     """The point found is feasible; 10% less flooding of its shape is not (the bisection's resolution is 2%)."""
     levels, ratio = 3, noisiest_ratio(math.exp(-0.7 / 3), 1.1)
-    flooding, pld = communication_flooding(1.0, 1e-6, levels, ratio)
+    flooding, pld = cached_calibration(communication_flooding, 1.0, 1e-6, levels, ratio)  # shared with from_privacy
     assert pld.delta(1.0) <= 1e-6
     shape = float(flooding["pair_shape"])
     kappa_found = _kappa_of(levels, flooding)

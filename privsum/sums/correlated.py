@@ -32,6 +32,7 @@ from privsum._validation import (
     refusals_as,
 )
 from privsum.accounting import GuaranteeEvent, PLDPair, PrivacyGuarantee
+from privsum.accounting.cache import cached_calibration
 from privsum.shuffle import MessageBatch, MessageHistogram, ShuffleProtocol
 from privsum.shuffle.caps import noise_cap
 from privsum.shuffle.noise import discrete_laplace_variance, negative_binomial_truncated, sample_negative_binomial
@@ -39,6 +40,14 @@ from privsum.shuffle.protocol import EXECUTION_PATHS, SenderCap
 from privsum.shuffle.robustness import weighted_negative_binomial_cap
 from privsum.shuffle.streaming import PartialView
 from privsum.sums._common import check_sum_request, integer_inputs, randomized_round, warn_if_fewer
+from privsum.sums._correlated_flooding import (
+    CERTIFIED_MAX_LEVELS,
+    COMMUNICATION_VARIANCE_FACTOR,
+    MAX_VARIANCE_FACTOR,
+    certified_pld,
+    communication_flooding,
+    noisiest_ratio,
+)
 
 __all__ = ["CorrelatedNoiseSum", "gkmps_parameters"]
 
@@ -612,8 +621,6 @@ class CorrelatedNoiseSum(ShuffleProtocol):
             >>> bool(protocol.verify() <= protocol.certified_delta() <= protocol.delta)
             True
         """
-        from privsum.sums._correlated_flooding import certified_pld
-
         owner = f"{type(self).__name__}.certified_delta"
         epsilon = self.epsilon if epsilon is None else check_epsilon(epsilon, owner)
         with refusals_as(owner):
@@ -650,8 +657,6 @@ class CorrelatedNoiseSum(ShuffleProtocol):
 
 def _communication_factor(owner: str, calibration: str, flooding: str, variance_factor: float | None) -> float | None:
     """The variance allowance of ``flooding="communication"`` (``None`` for the paper flooding), validated."""
-    from privsum.sums._correlated_flooding import COMMUNICATION_VARIANCE_FACTOR, MAX_VARIANCE_FACTOR
-
     flooding = check_choice(flooding, "flooding", owner, ("paper", "communication"))
     if flooding == "paper":
         if variance_factor is not None:
@@ -666,9 +671,6 @@ def _communication_factor(owner: str, calibration: str, flooding: str, variance_
 
 def _communication_protocol(paper: CorrelatedNoiseSum, factor: float) -> CorrelatedNoiseSum:
     """``paper`` with the most central noise ``factor`` allows and the cheapest certified flooding (`from_privacy`)."""
-    from privsum.accounting.cache import cached_calibration
-    from privsum.sums._correlated_flooding import CERTIFIED_MAX_LEVELS, communication_flooding, noisiest_ratio
-
     owner = f"{type(paper).__name__}.from_privacy"
     if paper.levels > CERTIFIED_MAX_LEVELS:
         raise invalid("levels", owner, f"at most {CERTIFIED_MAX_LEVELS} with flooding='communication'", paper.levels)

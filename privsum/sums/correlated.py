@@ -32,6 +32,7 @@ from privsum._validation import (
     refusals_as,
 )
 from privsum.accounting import GuaranteeEvent, PLDPair, PrivacyGuarantee
+from privsum.accounting.cache import cached_calibration
 from privsum.shuffle import MessageBatch, MessageHistogram, ShuffleProtocol
 from privsum.shuffle.caps import noise_cap
 from privsum.shuffle.noise import discrete_laplace_variance, negative_binomial_truncated, sample_negative_binomial
@@ -39,6 +40,14 @@ from privsum.shuffle.protocol import EXECUTION_PATHS, SenderCap
 from privsum.shuffle.robustness import weighted_negative_binomial_cap
 from privsum.shuffle.streaming import PartialView
 from privsum.sums._common import check_sum_request, integer_inputs, randomized_round, warn_if_fewer
+from privsum.sums._correlated_flooding import (
+    CERTIFIED_MAX_LEVELS,
+    COMMUNICATION_VARIANCE_FACTOR,
+    MAX_VARIANCE_FACTOR,
+    certified_pld,
+    communication_flooding,
+    noisiest_ratio,
+)
 
 __all__ = ["CorrelatedNoiseSum", "gkmps_parameters"]
 
@@ -170,7 +179,8 @@ class CorrelatedNoiseSum(ShuffleProtocol):
         triple_ratios: ratio for ``|i| = 2..D`` (the same for ``i`` and ``-i``).
         epsilon: the headline epsilon.
         delta: the headline delta.
-        verified: whether the headline was checked numerically (`verify`) when it was built.
+        verified: whether the headline was checked numerically when it was built (`verify`, or
+            `certified_delta` for ``flooding="communication"``).
         clip: clip inputs to ``{0..domain}`` instead of raising.
 
     Privacy:
@@ -185,7 +195,9 @@ class CorrelatedNoiseSum(ShuffleProtocol):
         view's profile for every neighbouring pair and every other users' data. For ``D <= 2``
         the linear map is invertible, so the bound is the exact profile of the count view.
         ``calibration="tight"`` runs this check for all pairs of rounded values (``D <= 8``),
-        refuses parameters that miss the target and reports the verified epsilon. The view's
+        refuses parameters that miss the target and reports the verified epsilon. At any ``D``
+        (up to 1024), `certified_delta` bounds all pairs at once by one composition (looser than
+        `verify`, never below it in the tests); ``flooding="communication"`` is calibrated by it. The view's
         distribution does not depend on ``n`` (per-user NB shares sum to the totals), so the
         check covers every ``n`` -- provided all ``n`` users take part.
 
@@ -271,6 +283,8 @@ class CorrelatedNoiseSum(ShuffleProtocol):
         levels: int | None = None,
         clip: bool = False,
         spread_log: str = "natural",
+        flooding: str = "paper",
+        variance_factor: float | None = None,
     ) -> CorrelatedNoiseSum:
         """The protocol with the restated GKMPS21 parameters for ``(epsilon, delta)``.
 
@@ -285,10 +299,29 @@ class CorrelatedNoiseSum(ShuffleProtocol):
             levels: ``D`` after random rounding; ``None`` keeps ``D = Delta``.
             clip: see the class.
             spread_log: the log in the flooding spread ``Gamma`` (see `gkmps_parameters`).
+            flooding: ``"paper"`` (the flooding of `gkmps_parameters`) or ``"communication"``
+                (with ``calibration="tight"``, any ``levels`` up to 1024): the central noise is
+                the most the variance allowance permits (``DLap(a)``, ``2a/(1-a)^2`` at most
+                ``variance_factor`` times the paper's ``a = e^(-0.7 epsilon/D)``: it leaves the
+                most budget to flooding, and its own ``2a/(1-a)`` messages are few), and the
+                flooding is the cheapest in expected messages per user whose certified delta
+                (`certified_delta`, a bound valid at any ``levels``) meets the target, searched
+                over one shape ``r >= 1`` for pairs and triples and standard deviations ``kappa``
+                times the largest shift each count must hide (``privsum.sums._correlated_flooding``).
+                The headline is the certified epsilon at ``delta``. At ``n = 50,000``,
+                ``Delta = 100``, ``(1, 1e-6)``: about 100 times fewer messages than ``"paper"``
+                (``benchmarks/bench_correlated_flooding.py``).
+            variance_factor: with ``flooding="communication"`` only: the central noise variance
+                allowed, as a multiple in ``[1, 16]`` of the ``"paper"`` noise's; ``None`` means 1.1.
+
+        Raises:
+            InvalidParameterError: out-of-range parameters; ``calibration="tight"`` with the paper
+                flooding above 8 levels; no certified communication flooding meets the target.
         """
         owner = f"{cls.__name__}.from_privacy"
         epsilon, delta, n_users, domain = check_sum_request(epsilon, delta, n_users, domain, owner)
         calibration = check_choice(calibration, "calibration", owner, ("tight", "analytic"))
+        factor = _communication_factor(owner, calibration, flooding, variance_factor)
         if levels is None:
             if domain > MAX_LEVELS:
                 raise invalid("domain", owner, f"at most {MAX_LEVELS} unless levels= rounds it to fewer levels", domain)
@@ -298,6 +331,8 @@ class CorrelatedNoiseSum(ShuffleProtocol):
         with refusals_as(owner):
             parameters = gkmps_parameters(epsilon, delta, levels, spread_log=spread_log)
         protocol = cls(n_users=n_users, domain=domain, levels=levels, epsilon=epsilon, delta=delta, clip=clip, **parameters)
+        if factor is not None:
+            return _communication_protocol(protocol, factor)
         if calibration == "analytic":
             return protocol
         if levels > _VERIFIABLE_LEVELS:
@@ -569,6 +604,31 @@ class CorrelatedNoiseSum(ShuffleProtocol):
             pld = pld.compose(cache[key])
         return pld
 
+    def certified_delta(self, epsilon: float | None = None) -> float:
+        """An upper bound on delta at ``epsilon`` (default: the headline) for every pair of rounded values, at any ``levels``.
+
+        One composition bounds all pairs at once (``DLap(D)``, the block's minimum shifted by
+        the largest central shift, and the worst triple kind ``K`` times; the proof is in
+        ``privsum.sums._correlated_flooding``); the tests check it against `verify` for
+        ``levels <= 8``. All ``n_users`` take part.
+
+        Raises:
+            InvalidParameterError: ``pair_shape`` or ``triple_shape`` below 1, ``levels`` above 1024, or
+                flooding counts too long to build (``pair_ratio`` / ``triple_ratios`` too close to 1).
+
+        Examples:
+            >>> protocol = CorrelatedNoiseSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=1_000, domain=2)
+            >>> bool(protocol.verify() <= protocol.certified_delta() <= protocol.delta)
+            True
+        """
+        owner = f"{type(self).__name__}.certified_delta"
+        epsilon = self.epsilon if epsilon is None else check_epsilon(epsilon, owner)
+        with refusals_as(owner):
+            pld = certified_pld(
+                self.levels, self.central_ratio, self.pair_shape, self.pair_ratio, self.triple_shape, self.triple_ratios
+            )
+        return pld.delta(epsilon)
+
     def verify(self, epsilon: float | None = None) -> float:
         """The largest delta at ``epsilon`` (default: the headline) over all pairs of rounded values.
 
@@ -593,3 +653,41 @@ class CorrelatedNoiseSum(ShuffleProtocol):
             raise invalid("levels", owner, f"at most {_VERIFIABLE_LEVELS} to verify", self.levels)
         pairs = [(v, w) for v in range(self.levels + 1) for w in range(v + 1, self.levels + 1)]
         return max(self.privacy_profile_bound(v, w, n_participants=n_participants).epsilon(delta) for v, w in pairs)
+
+
+def _communication_factor(owner: str, calibration: str, flooding: str, variance_factor: float | None) -> float | None:
+    """The variance allowance of ``flooding="communication"`` (``None`` for the paper flooding), validated."""
+    flooding = check_choice(flooding, "flooding", owner, ("paper", "communication"))
+    if flooding == "paper":
+        if variance_factor is not None:
+            raise invalid("variance_factor", owner, "None unless flooding='communication'", variance_factor)
+        return None
+    if calibration != "tight":
+        raise invalid("calibration", owner, "'tight' with flooding='communication'", calibration)
+    if variance_factor is None:
+        return COMMUNICATION_VARIANCE_FACTOR
+    return check_real(variance_factor, "variance_factor", owner, low=1.0, high=MAX_VARIANCE_FACTOR)
+
+
+def _communication_protocol(paper: CorrelatedNoiseSum, factor: float) -> CorrelatedNoiseSum:
+    """``paper`` with the most central noise ``factor`` allows and the cheapest certified flooding (`from_privacy`)."""
+    owner = f"{type(paper).__name__}.from_privacy"
+    if paper.levels > CERTIFIED_MAX_LEVELS:
+        raise invalid("levels", owner, f"at most {CERTIFIED_MAX_LEVELS} with flooding='communication'", paper.levels)
+    central_ratio = noisiest_ratio(paper.central_ratio, factor)
+    with refusals_as(owner, derived_from=("epsilon", paper.epsilon)):
+        found = cached_calibration(communication_flooding, paper.epsilon, paper.delta, paper.levels, central_ratio)
+    if found is None:
+        raise invalid("epsilon", owner, "met by a certified communication flooding (none found)", paper.epsilon)
+    flooding, pld = found
+    return type(paper)(
+        n_users=paper.n_users,
+        domain=paper.domain,
+        levels=paper.levels,
+        central_ratio=central_ratio,
+        epsilon=pld.epsilon(paper.delta),
+        delta=paper.delta,
+        verified=True,
+        clip=paper.clip,
+        **dict(flooding),  # type: ignore[arg-type]
+    )

@@ -283,6 +283,18 @@ FROM_PRIVACY_ARGUMENTS: dict[str, tuple[type, dict[str, Any]]] = {
     "ExactBitSum": (ExactBitSum, {"n_users": N}),
     "BlanketRealSum": (BlanketRealSum, {"epsilon": 1.0, "delta": 1e-6, "n_users": N}),
     "CorrelatedNoiseSum": (CorrelatedNoiseSum, {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "domain": 2}),
+    "CorrelatedNoiseSum.communication": (
+        CorrelatedNoiseSum,
+        {
+            "epsilon": 1.0,
+            "delta": 1e-6,
+            "n_users": N,
+            "domain": 2,
+            "calibration": "tight",
+            "flooding": "communication",
+            "variance_factor": 1.1,
+        },
+    ),
     "MultiMessageSum": (MultiMessageSum, {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "domain": 2}),
     "ShuffledVectorSum": (ShuffledVectorSum, {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "dimension": 2}),
     "SkellamVectorSum": (

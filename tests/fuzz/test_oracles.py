@@ -66,6 +66,7 @@ USER_INPUTS: dict[str, np.ndarray] = {
     "BlanketRealSum": _UNIT,
     "BlanketRealSum.from_privacy": _UNIT,
     "CorrelatedNoiseSum": _SMALL_INTEGERS,
+    "LabelRound": _SMALL_INTEGERS,  # class indices of 3 classes
     "CorrelatedNoiseSum.communication": _SMALL_INTEGERS,
     "MultiMessageSum": _SMALL_INTEGERS,
     "ClippedSum": _SMALL_INTEGERS,

@@ -113,6 +113,7 @@ class Result:
     seconds: float
     labels: str = "clear"
     messages_per_user: float = math.nan
+    bits_per_user: float = math.nan
     label_epsilon: float = math.inf
     kde_epsilon: float = math.inf
     total_epsilon: float = math.inf
@@ -192,6 +193,7 @@ def _result(configuration: Configuration, model: ShuffledKDEClassifier, accuracy
         seconds,
         configuration.labels,
         model.communication_["expected_messages_per_user"],
+        model.communication_["expected_bits_per_user"],
         label_epsilon=model.label_epsilon_ if private else math.inf,
         kde_epsilon=model.kde_epsilon_ if private else math.inf,
         total_epsilon=total.epsilon if private else math.inf,
@@ -254,6 +256,7 @@ CSV_COLUMNS = (
     "total_delta",
     "accuracy",
     "messages_per_user",
+    "bits_per_user",
     "seconds",
     "guarantee",
 )
@@ -277,6 +280,7 @@ def _write_csv(results: list[Result], path: Path) -> None:
                     f"{r.total_delta:.6g}",
                     repr(r.accuracy),  # exact: the README rounds it as the demo prints it
                     f"{r.messages_per_user:.6g}",
+                    f"{r.bits_per_user:.6g}",
                     f"{r.seconds:.1f}",
                     r.guarantee,
                 ]
@@ -297,6 +301,7 @@ def read_csv(path: Path) -> list[Result]:
             float(row["seconds"]),
             row["labels"],
             float(row["messages_per_user"]),
+            float(row.get("bits_per_user", "nan")),
             label_epsilon=float(row["label_epsilon"]),
             kde_epsilon=float(row["kde_epsilon"]),
             total_epsilon=float(row["total_epsilon"]),
@@ -338,8 +343,8 @@ def peak_memory_mib() -> float | None:
 # ----- printed summary (the README shows the same tables) ------------------------------------
 
 
-def summary_rows(results: list[Result], kernel: str) -> list[tuple[str, str, dict[float, float], float]]:
-    """``(row name, labels, {epsilon: accuracy}, messages per user at the first epsilon)`` for one kernel, in table order.
+def summary_rows(results: list[Result], kernel: str) -> list[tuple[str, str, dict[float, float], float, float]]:
+    """``(row name, labels, {epsilon: accuracy}, messages and bits per user at the first epsilon)`` for one kernel, in order.
 
     Non-private rows have one accuracy, shown under every epsilon.
     """
@@ -354,7 +359,7 @@ def summary_rows(results: list[Result], kernel: str) -> list[tuple[str, str, dic
         else:
             accuracy = {r.epsilon: r.accuracy for r in runs}
         first = min(runs, key=lambda r: r.epsilon if math.isfinite(r.epsilon) else -1.0)
-        rows.append((name, labels, accuracy, first.messages_per_user))
+        rows.append((name, labels, accuracy, first.messages_per_user, first.bits_per_user))
     return rows
 
 
@@ -366,11 +371,12 @@ def summary_epsilons(results: list[Result]) -> list[float]:
 def summary_table(results: list[Result], kernel: str) -> str:
     """The plain-text summary table of one kernel (the README's table for it, in text)."""
     epsilons = summary_epsilons(results)
-    head = f"{'row':<24}{'labels':<15}" + "".join(f"{'eps=' + format(e, 'g'):>9}" for e in epsilons) + f"{'messages/user':>15}"
+    head = f"{'row':<24}{'labels':<15}" + "".join(f"{'eps=' + format(e, 'g'):>9}" for e in epsilons)
+    head += f"{'messages/user':>15}{'bits/user':>12}"
     lines = [head]
-    for name, labels, accuracy, messages in summary_rows(results, kernel):
+    for name, labels, accuracy, messages, bits in summary_rows(results, kernel):
         cells = "".join(f"{accuracy[e]:>9.3f}" if e in accuracy else f"{'-':>9}" for e in epsilons)
-        lines.append(f"{name:<24}{LABEL_TREATMENTS[labels]:<15}{cells}{messages:>15,.0f}")
+        lines.append(f"{name:<24}{LABEL_TREATMENTS[labels]:<15}{cells}{messages:>15,.0f}{bits:>12,.0f}")
     return "\n".join(lines)
 
 

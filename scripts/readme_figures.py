@@ -143,12 +143,13 @@ def block_setting(run: Run) -> str:
 def _table(run: Run, kernel: str) -> str:
     epsilons = run.epsilons
     head = "| row | what | labels | " + " | ".join(f"ε = {_e(e)}" for e in epsilons)
-    head += f" | messages / user (ε = {_e(epsilons[0])}) |\n"
-    head += "|---|---|---|" + "---|" * len(epsilons) + "---|\n"
+    head += f" | messages / user (ε = {_e(epsilons[0])}) | bits / user (ε = {_e(epsilons[0])}) |\n"
+    head += "|---|---|---|" + "---|" * len(epsilons) + "---|---|\n"
     lines = []
-    for name, labels, accuracy, messages in summary_rows(run.results, kernel):
+    for name, labels, accuracy, messages, bits in summary_rows(run.results, kernel):
         cells = " | ".join(_a(accuracy[e]) if e in accuracy else "–" for e in epsilons)
-        lines.append(f"| `{name}` | {ROW_DESCRIPTIONS[name]} | {LABEL_TREATMENTS[labels]} | {cells} | {messages:,.0f} |")
+        counts = f"{messages:,.0f} | {bits:,.0f}"
+        lines.append(f"| `{name}` | {ROW_DESCRIPTIONS[name]} | {LABEL_TREATMENTS[labels]} | {cells} | {counts} |")
     return head + "\n".join(lines) + "\n"
 
 

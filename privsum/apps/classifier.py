@@ -317,17 +317,20 @@ class ShuffledKDEClassifier(ClassKDERounds, ClassifierBase):
 
         ``expected_messages_per_user`` is the largest over classes (it is the same for all but
         RR-free protocols whose noise shares depend on the class size); ``bits_per_message`` is the
-        KDE message width (instance tag plus value).
+        KDE message width (instance tag plus value); ``expected_bits_per_user`` is what one user
+        uploads: the label message and the largest class's KDE upload (a protocol's own
+        ``bits_per_user`` where it has one, as the tag-free Skellam shares, else its messages
+        times their width).
         """
         self._check_fitted()
         protocols = [p for p in self.protocols_ if p is not None]
         label_messages = 0.0 if self.label_privacy == "joint" else 1.0  # a clear label is one message too
+        label_bits = 0.0 if self.label_privacy == "joint" else float(max(1, math.ceil(math.log2(len(self.classes_)))))
         return {
             "expected_messages_per_user": label_messages + max(p.expected_messages_per_user for p in protocols),
             "bits_per_message": float(max(p.bits_per_message() for p in protocols)),
-            "label_message_bits": 0.0
-            if self.label_privacy == "joint"
-            else float(max(1, math.ceil(math.log2(len(self.classes_))))),
+            "label_message_bits": label_bits,
+            "expected_bits_per_user": label_bits + max(_expected_bits_per_user(p) for p in protocols),
         }
 
     def manipulation_bounds(self, n_malicious: int, *, cap: int | None = None) -> dict[str, float]:
@@ -430,3 +433,11 @@ def protocol_option_names(protocol: str) -> tuple[str, ...]:
     if protocol not in PROTOCOLS or protocol == "exact" or protocol in VECTOR_PROTOCOLS:
         return ()
     return calibration_option_names(PROTOCOLS[protocol]) or ()
+
+
+def _expected_bits_per_user(protocol: Any) -> float:
+    """One user's expected upload in bits: the (wrapped vector sum's) ``bits_per_user``, else messages times width."""
+    inner = getattr(protocol, "vector_sum", protocol)
+    if callable(getattr(inner, "bits_per_user", None)):
+        return float(inner.bits_per_user())
+    return float(protocol.expected_messages_per_user * protocol.bits_per_message())

@@ -37,7 +37,7 @@ def _run(script, wall=50.0, memory=1000.0):
             labels = "joint" if name == "vector-joint" else labels
             epsilons = (math.inf,) if name.startswith("exact") else (1.0, 3.0)
             for epsilon in epsilons:
-                results.append(Result(name, kernel, epsilon, next(accuracy), "g", 1.0, labels, 10.0 + len(name)))
+                results.append(Result(name, kernel, epsilon, next(accuracy), "g", 1.0, labels, 10.0 + len(name), 8.0 * len(name)))
     record = {
         "command": "python -m privsum demo --epsilons 1 3",
         "settings": {"epsilons": [1.0, 3.0], "label_budget_fraction": 0.5, "classes": 15, "training_users": 450,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,6 +31,7 @@ __all__ = [
     "PoissonCounterEvent",
     "RoundsEvent",
     "calibrated_noise_mean",
+    "least_noise_mean",
     "poisson_upper_quantile",
 ]
 
@@ -220,6 +222,29 @@ class RoundsEvent(PrivacyEvent):
         return PrivacyGuarantee(min(numerical, basic), self.delta, Neighbouring.REPLACE_ONE)
 
 
+def least_noise_mean(delta_at_epsilon: Callable[[float], float], epsilon: float, delta: float, owner: str) -> float:
+    """The least Poisson mean in ``[1e-2, MAX_NOISE_MEAN)`` whose ``delta_at_epsilon(mean)`` meets ``delta``.
+
+    ``delta_at_epsilon`` maps a noise mean to the delta (at the caller's ``epsilon``) of the
+    privacy event it calibrates; it must decrease as the mean grows. Illinois search on
+    ``log(mean)`` to a relative tolerance of 1e-3; the caller checks the headline it returns.
+
+    Raises:
+        InvalidParameterError: naming ``owner``'s ``epsilon`` when no mean in range meets the target.
+    """
+    log_mean = calibrate(
+        lambda log_mean: delta_at_epsilon(math.exp(log_mean)),
+        target_delta=delta,
+        lower=math.log(1e-2),
+        upper=math.log(MAX_NOISE_MEAN) - 1e-9,
+        more_private="increasing",
+        tolerance=1e-3,
+        caller=(owner, "epsilon", epsilon),
+        method="illinois",
+    )
+    return math.exp(log_mean)
+
+
 def calibrated_noise_mean(epsilon: float, delta: float, cells_per_change: int, owner: str) -> float:
     """The least Poisson mean per counter meeting (epsilon, delta) when ``cells_per_change`` counters change together.
 
@@ -240,17 +265,7 @@ def calibrated_noise_mean(epsilon: float, delta: float, cells_per_change: int, o
         counter = PoissonCounterEvent(noise_mean=noise_mean, delta=delta)
         return counter if cells_per_change == 1 else BinsEvent(counter, cells_per_change, Neighbouring.REPLACE_ONE, delta)
 
-    log_mean = calibrate(
-        lambda log_mean: event_for(math.exp(log_mean)).pld().delta(epsilon),
-        target_delta=delta,
-        lower=math.log(1e-2),
-        upper=math.log(MAX_NOISE_MEAN) - 1e-9,
-        more_private="increasing",
-        tolerance=1e-3,
-        caller=(owner, "epsilon", epsilon),
-        method="illinois",
-    )
-    noise_mean = math.exp(log_mean)
+    noise_mean = least_noise_mean(lambda mean: event_for(mean).pld().delta(epsilon), epsilon, delta, owner)
     achieved = event_for(noise_mean).guarantee.epsilon
     if not achieved <= epsilon:
         raise invalid("epsilon", owner, f"met by the calibrated noise (got {achieved:.6g})", epsilon)

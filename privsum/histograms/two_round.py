@@ -33,7 +33,6 @@ from scipy import stats
 
 from privsum._random import RNGLike, as_generator
 from privsum._validation import check_delta, check_epsilon, check_integer, check_real, invalid
-from privsum.accounting.calibration import calibrate
 from privsum.accounting.events import PrivacyEvent
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
 from privsum.histograms._hashing import item_ids
@@ -44,6 +43,7 @@ from privsum.histograms.events import (
     PoissonCounterEvent,
     RoundsEvent,
     calibrated_noise_mean,
+    least_noise_mean,
 )
 from privsum.histograms.poisson_bins import PoissonNoiseBitSum
 from privsum.histograms.protocol import ShuffledHistogram
@@ -178,20 +178,10 @@ class TwoRoundHeavyHitters:
             raise invalid("max_messages_per_user", owner, f"more than {rows + counting_messages:.4g} (the item messages)", budget)
         counter_pld = _counter_event(counter_mean, delta).pld()
 
-        def composed_delta(log_mean: float) -> float:
-            return _finder_event(math.exp(log_mean), rows, delta).pld().compose(counter_pld).delta(epsilon)
+        def composed_delta(finder_mean: float) -> float:
+            return _finder_event(finder_mean, rows, delta).pld().compose(counter_pld).delta(epsilon)
 
-        log_mean = calibrate(
-            composed_delta,
-            target_delta=delta,
-            lower=math.log(1e-2),
-            upper=math.log(MAX_NOISE_MEAN) - 1e-9,
-            more_private="increasing",
-            tolerance=1e-3,
-            caller=(owner, "epsilon", epsilon),
-            method="illinois",
-        )
-        finder_mean = math.exp(log_mean)
+        finder_mean = least_noise_mean(composed_delta, epsilon, delta, owner)
         width = math.floor((budget - rows - counting_messages) * n_users / (2 * rows * finder_mean))
         if width < 1:
             needed = rows + counting_messages + 2 * rows * finder_mean / n_users

@@ -16,12 +16,13 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from privsum._validation import check_delta, check_integer, check_real, invalid
+from privsum._validation import check_integer, check_real, invalid
 from privsum.accounting.calibration import calibrate
 from privsum.accounting.composition import repeated_composition
 from privsum.accounting.events import PrivacyEvent
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
 from privsum.accounting.pld import DEFAULT_DISCRETIZATION, PLDPair
+from privsum.histograms._checks import check_delta_field
 
 __all__ = [
     "HISTOGRAM_RELATIONS",
@@ -96,7 +97,7 @@ class BinsEvent(PrivacyEvent):
             )
         if not self.bin_event.neighbouring.implies(Neighbouring.REPLACE_ONE):
             raise invalid("bin_event", owner, "a replace-one event of one bin", self.bin_event.neighbouring.value)
-        object.__setattr__(self, "delta", check_delta(self.delta, owner, allow_zero=False))
+        check_delta_field(self, owner)
 
     @property
     def native_discretization(self) -> float | None:
@@ -150,7 +151,7 @@ class PoissonCounterEvent(PrivacyEvent):
         object.__setattr__(
             self, "noise_mean", check_real(self.noise_mean, "noise_mean", owner, low=0.0, high=MAX_NOISE_MEAN, low_open=True)
         )
-        object.__setattr__(self, "delta", check_delta(self.delta, owner, allow_zero=False))
+        check_delta_field(self, owner)
 
     @functools.lru_cache(maxsize=8)  # noqa: B019 - frozen, hashable and small: the cache is bounded
     def pld(self, discretization: float = DEFAULT_DISCRETIZATION) -> PLDPair:
@@ -205,7 +206,7 @@ class RoundsEvent(PrivacyEvent):
         if not all(event.neighbouring.implies(Neighbouring.REPLACE_ONE) for event in events):
             raise invalid("events", owner, "replace-one events", [event.neighbouring.value for event in events])
         object.__setattr__(self, "events", events)
-        object.__setattr__(self, "delta", check_delta(self.delta, owner, allow_zero=False))
+        check_delta_field(self, owner)
 
     def pld(self, discretization: float = DEFAULT_DISCRETIZATION) -> PLDPair:
         composed = self.events[0].pld(discretization)

@@ -32,9 +32,10 @@ import numpy as np
 from scipy import stats
 
 from privsum._random import RNGLike, as_generator
-from privsum._validation import check_delta, check_epsilon, check_integer, check_real, invalid
+from privsum._validation import check_integer, check_real, invalid
 from privsum.accounting.events import PrivacyEvent
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
+from privsum.histograms._checks import check_delta_field, check_privacy_target
 from privsum.histograms._hashing import item_ids
 from privsum.histograms.categories import MAX_CATEGORIES, Categories
 from privsum.histograms.events import (
@@ -130,7 +131,7 @@ class TwoRoundHeavyHitters:
         object.__setattr__(
             self, "max_candidates", check_integer(self.max_candidates, "max_candidates", owner, low=1, high=MAX_CATEGORIES - 1)
         )
-        object.__setattr__(self, "delta", check_delta(self.delta, owner, allow_zero=False))
+        check_delta_field(self, owner)
 
     @classmethod
     def from_privacy(
@@ -163,9 +164,7 @@ class TwoRoundHeavyHitters:
                 bucket per row.
         """
         owner = cls.__name__
-        epsilon = check_epsilon(epsilon, owner)
-        delta = check_delta(delta, owner, allow_zero=False)
-        n_users = check_integer(n_users, "n_users", owner, low=1)
+        epsilon, delta, n_users = check_privacy_target(epsilon, delta, n_users, owner)
         rows = check_integer(rows, "rows", owner, low=1, high=_MAX_ROWS)
         candidate_rows = check_integer(candidate_rows, "candidate_rows", owner, low=1, high=rows)
         share = check_real(counting_share, "counting_share", owner, low=0.0, high=1.0, low_open=True, high_open=True)

@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
 
-from privsum._validation import check_delta, check_integer, check_real, invalid
+from privsum._validation import check_integer, check_real, invalid
 from privsum.accounting.calibration import calibrate
 from privsum.accounting.composition import repeated_composition
 from privsum.accounting.events import PrivacyEvent
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
 from privsum.accounting.pld import DEFAULT_DISCRETIZATION, PLDPair
+from privsum.histograms._checks import check_delta_field
 
 __all__ = [
     "HISTOGRAM_RELATIONS",
@@ -30,6 +32,7 @@ __all__ = [
     "PoissonCounterEvent",
     "RoundsEvent",
     "calibrated_noise_mean",
+    "least_noise_mean",
     "poisson_upper_quantile",
 ]
 
@@ -94,7 +97,7 @@ class BinsEvent(PrivacyEvent):
             )
         if not self.bin_event.neighbouring.implies(Neighbouring.REPLACE_ONE):
             raise invalid("bin_event", owner, "a replace-one event of one bin", self.bin_event.neighbouring.value)
-        object.__setattr__(self, "delta", check_delta(self.delta, owner, allow_zero=False))
+        check_delta_field(self, owner)
 
     @property
     def native_discretization(self) -> float | None:
@@ -148,7 +151,7 @@ class PoissonCounterEvent(PrivacyEvent):
         object.__setattr__(
             self, "noise_mean", check_real(self.noise_mean, "noise_mean", owner, low=0.0, high=MAX_NOISE_MEAN, low_open=True)
         )
-        object.__setattr__(self, "delta", check_delta(self.delta, owner, allow_zero=False))
+        check_delta_field(self, owner)
 
     @functools.lru_cache(maxsize=8)  # noqa: B019 - frozen, hashable and small: the cache is bounded
     def pld(self, discretization: float = DEFAULT_DISCRETIZATION) -> PLDPair:
@@ -203,7 +206,7 @@ class RoundsEvent(PrivacyEvent):
         if not all(event.neighbouring.implies(Neighbouring.REPLACE_ONE) for event in events):
             raise invalid("events", owner, "replace-one events", [event.neighbouring.value for event in events])
         object.__setattr__(self, "events", events)
-        object.__setattr__(self, "delta", check_delta(self.delta, owner, allow_zero=False))
+        check_delta_field(self, owner)
 
     def pld(self, discretization: float = DEFAULT_DISCRETIZATION) -> PLDPair:
         composed = self.events[0].pld(discretization)
@@ -218,6 +221,29 @@ class RoundsEvent(PrivacyEvent):
         basic_delta = sum(part.delta for part in parts)
         basic = sum(part.epsilon for part in parts) if basic_delta <= self.delta else math.inf
         return PrivacyGuarantee(min(numerical, basic), self.delta, Neighbouring.REPLACE_ONE)
+
+
+def least_noise_mean(delta_at_epsilon: Callable[[float], float], epsilon: float, delta: float, owner: str) -> float:
+    """The least Poisson mean in ``[1e-2, MAX_NOISE_MEAN)`` whose ``delta_at_epsilon(mean)`` meets ``delta``.
+
+    ``delta_at_epsilon`` maps a noise mean to the delta (at the caller's ``epsilon``) of the
+    privacy event it calibrates; it must decrease as the mean grows. Illinois search on
+    ``log(mean)`` to a relative tolerance of 1e-3; the caller checks the headline it returns.
+
+    Raises:
+        InvalidParameterError: naming ``owner``'s ``epsilon`` when no mean in range meets the target.
+    """
+    log_mean = calibrate(
+        lambda log_mean: delta_at_epsilon(math.exp(log_mean)),
+        target_delta=delta,
+        lower=math.log(1e-2),
+        upper=math.log(MAX_NOISE_MEAN) - 1e-9,
+        more_private="increasing",
+        tolerance=1e-3,
+        caller=(owner, "epsilon", epsilon),
+        method="illinois",
+    )
+    return math.exp(log_mean)
 
 
 def calibrated_noise_mean(epsilon: float, delta: float, cells_per_change: int, owner: str) -> float:
@@ -240,17 +266,7 @@ def calibrated_noise_mean(epsilon: float, delta: float, cells_per_change: int, o
         counter = PoissonCounterEvent(noise_mean=noise_mean, delta=delta)
         return counter if cells_per_change == 1 else BinsEvent(counter, cells_per_change, Neighbouring.REPLACE_ONE, delta)
 
-    log_mean = calibrate(
-        lambda log_mean: event_for(math.exp(log_mean)).pld().delta(epsilon),
-        target_delta=delta,
-        lower=math.log(1e-2),
-        upper=math.log(MAX_NOISE_MEAN) - 1e-9,
-        more_private="increasing",
-        tolerance=1e-3,
-        caller=(owner, "epsilon", epsilon),
-        method="illinois",
-    )
-    noise_mean = math.exp(log_mean)
+    noise_mean = least_noise_mean(lambda mean: event_for(mean).pld().delta(epsilon), epsilon, delta, owner)
     achieved = event_for(noise_mean).guarantee.epsilon
     if not achieved <= epsilon:
         raise invalid("epsilon", owner, f"met by the calibrated noise (got {achieved:.6g})", epsilon)

@@ -10,9 +10,10 @@ import numpy as np
 from scipy import stats
 
 from privsum._random import RNGLike, as_generator
-from privsum._validation import check_delta, check_epsilon, check_integer, check_real
+from privsum._validation import check_integer, check_real
 from privsum.accounting.events import PrivacyEvent
 from privsum.bitsum.base import EXACT, BitSumProtocol, instance_ids
+from privsum.histograms._checks import check_delta_field, check_privacy_target
 from privsum.histograms.events import MAX_NOISE_MEAN, PoissonCounterEvent, calibrated_noise_mean, poisson_upper_quantile
 from privsum.shuffle.histogram import MessageHistogram
 from privsum.shuffle.messages import MessageBatch
@@ -61,7 +62,7 @@ class PoissonNoiseBitSum(BitSumProtocol):
         object.__setattr__(
             self, "noise_mean", check_real(self.noise_mean, "noise_mean", owner, low=0.0, high=MAX_NOISE_MEAN, low_open=True)
         )
-        object.__setattr__(self, "delta", check_delta(self.delta, owner, allow_zero=False))
+        check_delta_field(self, owner)
 
     @classmethod
     def from_privacy(cls, *, epsilon: float, delta: float, n_users: int, changed_bins: int = 1) -> PoissonNoiseBitSum:
@@ -71,9 +72,7 @@ class PoissonNoiseBitSum(BitSumProtocol):
         losing a 1, one gaining it: `~privsum.histograms.events.BinsEvent`).
         """
         owner = cls.__name__
-        epsilon = check_epsilon(epsilon, owner)
-        delta = check_delta(delta, owner, allow_zero=False)
-        n_users = check_integer(n_users, "n_users", owner, low=1)
+        epsilon, delta, n_users = check_privacy_target(epsilon, delta, n_users, owner)
         changed_bins = check_integer(changed_bins, "changed_bins", owner, low=1, high=2)
         noise_mean = calibrated_noise_mean(epsilon, delta, changed_bins, owner)
         return cls(n_users=n_users, noise_mean=noise_mean, delta=delta)

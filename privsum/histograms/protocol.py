@@ -18,12 +18,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from privsum._random import RNGLike, as_generator
-from privsum._validation import check_array, check_choice, check_delta, check_epsilon, check_integer, check_real, invalid
+from privsum._validation import check_array, check_choice, check_real, invalid
 from privsum.accounting.budget import largest_feasible
 from privsum.accounting.events import PrivacyEvent
 from privsum.accounting.guarantee import Neighbouring
 from privsum.bitsum import BitSumProtocol, ConfidenceInterval, RRBitSum, ThreeNBBitSum
 from privsum.exceptions import InvalidParameterError, PrivacyLeakWarning
+from privsum.histograms._checks import check_delta_field, check_privacy_target
 from privsum.histograms.categories import Categories
 from privsum.histograms.events import HISTOGRAM_RELATIONS, BinsEvent
 from privsum.histograms.poisson_bins import PoissonNoiseBitSum
@@ -107,7 +108,7 @@ class ShuffledHistogram(ShuffleProtocol):
             raise invalid("bin_protocol", owner, "a BitSumProtocol instance", self.bin_protocol)
         relation = Neighbouring.parse(self.neighbouring, owner, allowed=tuple(HISTOGRAM_RELATIONS))
         object.__setattr__(self, "neighbouring", relation)
-        object.__setattr__(self, "delta", check_delta(self.delta, owner, allow_zero=False))
+        check_delta_field(self, owner)
 
     # ----------------------------------------------------------------- calibration
     @classmethod
@@ -157,9 +158,7 @@ class ShuffledHistogram(ShuffleProtocol):
                 (the message names the fewest messages available).
         """
         owner = cls.__name__
-        epsilon = check_epsilon(epsilon, owner)
-        delta = check_delta(delta, owner, allow_zero=False)
-        n_users = check_integer(n_users, "n_users", owner, low=1)
+        epsilon, delta, n_users = check_privacy_target(epsilon, delta, n_users, owner)
         categories = categories if isinstance(categories, Categories) else Categories(categories)
         relation = Neighbouring.parse(neighbouring, owner, allowed=tuple(HISTOGRAM_RELATIONS))
         protocol = check_choice(protocol, "protocol", owner, ("auto", "3nb", "rr", "poisson"))

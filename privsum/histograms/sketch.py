@@ -29,10 +29,11 @@ from scipy import stats
 
 from privsum._random import RNGLike, as_generator
 from privsum._serialisation import Envelope, check_key, header_field, pack, unpack
-from privsum._validation import check_array, check_choice, check_delta, check_epsilon, check_integer, check_real, invalid
+from privsum._validation import check_array, check_choice, check_integer, check_real, invalid
 from privsum.accounting.events import PrivacyEvent
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
 from privsum.exceptions import IncompatibleSketchError, PrivacyLeakWarning
+from privsum.histograms._checks import check_delta_field, check_privacy_target
 from privsum.histograms._hashing import item_ids, row_hashes
 from privsum.histograms.events import (
     MAX_NOISE_MEAN,
@@ -132,7 +133,7 @@ class ShuffledCountSketch(ShuffleProtocol):
         object.__setattr__(
             self, "noise_mean", check_real(self.noise_mean, "noise_mean", owner, low=0.0, high=MAX_NOISE_MEAN, low_open=True)
         )
-        object.__setattr__(self, "delta", check_delta(self.delta, owner, allow_zero=False))
+        check_delta_field(self, owner)
         object.__setattr__(self, "seed", check_integer(self.seed, "seed", owner, low=0))
 
     @classmethod
@@ -164,9 +165,7 @@ class ShuffledCountSketch(ShuffleProtocol):
                 bucket per row.
         """
         owner = cls.__name__
-        epsilon = check_epsilon(epsilon, owner)
-        delta = check_delta(delta, owner, allow_zero=False)
-        n_users = check_integer(n_users, "n_users", owner, low=1)
+        epsilon, delta, n_users = check_privacy_target(epsilon, delta, n_users, owner)
         rows = check_integer(rows, "rows", owner, low=1, high=_MAX_ROWS)
         budget = check_real(max_messages_per_user, "max_messages_per_user", owner, low=0.0, low_open=True)
         if not budget > rows:

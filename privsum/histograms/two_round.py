@@ -32,10 +32,10 @@ import numpy as np
 from scipy import stats
 
 from privsum._random import RNGLike, as_generator
-from privsum._validation import check_delta, check_epsilon, check_integer, check_real, invalid
-from privsum.accounting.calibration import calibrate
+from privsum._validation import check_integer, check_real, invalid
 from privsum.accounting.events import PrivacyEvent
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
+from privsum.histograms._checks import check_delta_field, check_privacy_target
 from privsum.histograms._hashing import item_ids
 from privsum.histograms.categories import MAX_CATEGORIES, Categories
 from privsum.histograms.events import (
@@ -44,6 +44,7 @@ from privsum.histograms.events import (
     PoissonCounterEvent,
     RoundsEvent,
     calibrated_noise_mean,
+    least_noise_mean,
 )
 from privsum.histograms.poisson_bins import PoissonNoiseBitSum
 from privsum.histograms.protocol import ShuffledHistogram
@@ -130,7 +131,7 @@ class TwoRoundHeavyHitters:
         object.__setattr__(
             self, "max_candidates", check_integer(self.max_candidates, "max_candidates", owner, low=1, high=MAX_CATEGORIES - 1)
         )
-        object.__setattr__(self, "delta", check_delta(self.delta, owner, allow_zero=False))
+        check_delta_field(self, owner)
 
     @classmethod
     def from_privacy(
@@ -163,9 +164,7 @@ class TwoRoundHeavyHitters:
                 bucket per row.
         """
         owner = cls.__name__
-        epsilon = check_epsilon(epsilon, owner)
-        delta = check_delta(delta, owner, allow_zero=False)
-        n_users = check_integer(n_users, "n_users", owner, low=1)
+        epsilon, delta, n_users = check_privacy_target(epsilon, delta, n_users, owner)
         rows = check_integer(rows, "rows", owner, low=1, high=_MAX_ROWS)
         candidate_rows = check_integer(candidate_rows, "candidate_rows", owner, low=1, high=rows)
         share = check_real(counting_share, "counting_share", owner, low=0.0, high=1.0, low_open=True, high_open=True)
@@ -178,20 +177,10 @@ class TwoRoundHeavyHitters:
             raise invalid("max_messages_per_user", owner, f"more than {rows + counting_messages:.4g} (the item messages)", budget)
         counter_pld = _counter_event(counter_mean, delta).pld()
 
-        def composed_delta(log_mean: float) -> float:
-            return _finder_event(math.exp(log_mean), rows, delta).pld().compose(counter_pld).delta(epsilon)
+        def composed_delta(finder_mean: float) -> float:
+            return _finder_event(finder_mean, rows, delta).pld().compose(counter_pld).delta(epsilon)
 
-        log_mean = calibrate(
-            composed_delta,
-            target_delta=delta,
-            lower=math.log(1e-2),
-            upper=math.log(MAX_NOISE_MEAN) - 1e-9,
-            more_private="increasing",
-            tolerance=1e-3,
-            caller=(owner, "epsilon", epsilon),
-            method="illinois",
-        )
-        finder_mean = math.exp(log_mean)
+        finder_mean = least_noise_mean(composed_delta, epsilon, delta, owner)
         width = math.floor((budget - rows - counting_messages) * n_users / (2 * rows * finder_mean))
         if width < 1:
             needed = rows + counting_messages + 2 * rows * finder_mean / n_users

@@ -50,28 +50,13 @@ def _service_arguments(role: str) -> Callable[[argparse.ArgumentParser], None]:
         service.add_argument("--protocol-file", required=True, help="the deployment's protocol file (JSON)")
         service.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
         service.add_argument("--port", type=int, default=0, help="port (default 0: a free port)")
-        limits = ServiceLimits()
-        service.add_argument("--max-body-bytes", type=int, default=None,
-                             help=f"largest request body accepted (default {limits.max_body_bytes})")
-        service.add_argument("--body-timeout", type=float, default=None,
-                             help=f"seconds within which a request body must arrive whole (default {limits.body_timeout:g})")
-        service.add_argument("--head-timeout", type=float, default=None,
-                             help=f"seconds within which a request's head must arrive (default {limits.head_timeout:g})")
-        service.add_argument("--max-connections", type=int, default=None,
-                             help=f"concurrent connections before answering 503 (default {limits.max_connections})")
-        service.add_argument("--keep-alive", type=float, default=None,
-                             help=f"idle keep-alive seconds (default {limits.keep_alive:g})")
+        _add_limit_options(service, shuffler=False)
         service.add_argument("--operator-token-file", default=None,
                              help="file holding the operator token that POST /release (shuffler) and POST /batches "
                                   "(analyzer) require as 'Authorization: Bearer TOKEN'")
         if role == "shuffler":
             service.add_argument("--analyzer-url", default=None, help="forward every released batch to this analyzer")
-            service.add_argument("--max-records", type=int, default=None,
-                                 help=f"uploads per request (default {limits.max_records})")
-            service.add_argument("--max-senders", type=int, default=None,
-                                 help=f"sender identities held per collection (default {limits.max_senders})")
-            service.add_argument("--max-messages", type=int, default=None,
-                                 help=f"messages held for the next batch (default {limits.max_messages})")
+            _add_limit_options(service, shuffler=True)
 
     return add
 
@@ -134,13 +119,33 @@ def _service(args: argparse.Namespace) -> int:
     return _serve(app, args.command, args.host, args.port, limits)
 
 
-_LIMIT_OPTIONS = ("max_body_bytes", "body_timeout", "max_connections", "keep_alive", "head_timeout", "max_records",
-                  "max_senders", "max_messages")
+#: The `ServiceLimits` fields a service takes as options: (field, type, help with the default's format,
+#: shuffler only).
+_LIMIT_OPTIONS: tuple[tuple[str, type, str, bool], ...] = (
+    ("max_body_bytes", int, "largest request body accepted (default {})", False),
+    ("body_timeout", float, "seconds within which a request body must arrive whole (default {:g})", False),
+    ("head_timeout", float, "seconds within which a request's head must arrive (default {:g})", False),
+    ("max_connections", int, "concurrent connections before answering 503 (default {})", False),
+    ("keep_alive", float, "idle keep-alive seconds (default {:g})", False),
+    ("max_records", int, "uploads per request (default {})", True),
+    ("max_senders", int, "sender identities held per collection (default {})", True),
+    ("max_messages", int, "messages held for the next batch (default {})", True),
+)
+
+
+def _add_limit_options(service: argparse.ArgumentParser, *, shuffler: bool) -> None:
+    """One ``--option`` per `ServiceLimits` field in `_LIMIT_OPTIONS` whose role matches ``shuffler``."""
+    limits = ServiceLimits()
+    for name, kind, help_format, shuffler_only in _LIMIT_OPTIONS:
+        if shuffler_only == shuffler:
+            flag = "--" + name.replace("_", "-")
+            service.add_argument(flag, type=kind, default=None, help=help_format.format(getattr(limits, name)))
 
 
 def _limits(args: argparse.Namespace) -> ServiceLimits:
     """The service's `ServiceLimits`: the defaults, with the options given."""
-    given = {name: getattr(args, name) for name in _LIMIT_OPTIONS if getattr(args, name, None) is not None}
+    names = (name for name, *_ in _LIMIT_OPTIONS)
+    given = {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
     return ServiceLimits(**given)
 
 

@@ -112,7 +112,7 @@ def absorb_rate(repeats: int, n_messages: int = 10**7) -> list[dict]:
         deployment = Deployment(protocol, n_instances=n_instances)
         spec = deployment.spec
         fields = spec.fields(rng.integers(0, n_instances, n_messages), rng.integers(0, 2, n_messages))
-        senders = -(-n_messages // deployment.cap.total)
+        senders = max(-(-n_messages // deployment.cap.total), deployment.min_senders)  # a batch the analyzer accepts
         batch = spec.encode_batch(fields, n_senders=senders, batch_id=bytes(16))
         decoded = fields.astype(np.intp).tobytes()
         cells = n_instances << spec.value_bits

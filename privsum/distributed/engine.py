@@ -32,6 +32,7 @@ def _dask() -> Any:
 
 _ROOT_WORDS = 4  # 4 x 64 = 256 bits of entropy drawn from rng
 _POOL_WORDS = 8  # 8 x 32 = 256-bit SeedSequence pool (numpy's default is 128 bits)
+MAX_SEEDS = 2**20  # seed sequences one call may spawn (chunks of one streamed run, plus the driver)
 
 
 def spawn_seeds(rng: RNGLike, count: int) -> list[np.random.SeedSequence]:
@@ -52,8 +53,12 @@ def spawn_seeds(rng: RNGLike, count: int) -> list[np.random.SeedSequence]:
         ((0,), (1,))
         >>> bool(np.random.default_rng(first).random() != np.random.default_rng(second).random())
         True
+
+    Raises:
+        InvalidParameterError: ``count`` not an integer in ``[1, MAX_SEEDS]`` (``2^20``: each seed
+            sequence costs microseconds, and a run streams at most that many chunks).
     """
-    count = check_integer(count, "count", "spawn_seeds", low=1)
+    count = check_integer(count, "count", "spawn_seeds", low=1, high=MAX_SEEDS)
     if isinstance(rng, np.random.SeedSequence):
         root = rng
     else:

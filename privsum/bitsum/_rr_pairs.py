@@ -42,6 +42,8 @@ from privsum.accounting.profile import PrivacyProfile
 
 __all__ = ["CountPair", "binomial_window", "count_pair", "largest_crowd", "window_points"]
 
+_LARGEST_EXPONENT = 709.0  # math.exp overflows a little above 709.78
+
 _SMALLEST_TAIL = math.ulp(0.0)  # 5e-324, the smallest positive float
 # Direct multiply-adds a pair spends on its coins' convolution (about 0.05 s); where more would be
 # needed (no FFT within the error allowed) the pair leaves the coins out.
@@ -340,6 +342,8 @@ class CountPair:
         while self.delta_at(epsilon) > delta:  # float rounding of the closed form: never undershoot
             epsilon = math.nextafter(epsilon, math.inf) * (1.0 + nudge)
             nudge *= 2.0
+            if not epsilon < _LARGEST_EXPONENT:  # e^epsilon would overflow: no finite epsilon is certified
+                return math.inf
         return epsilon
 
     def _sorted_by_loss(self) -> tuple[np.ndarray, np.ndarray]:

@@ -276,7 +276,8 @@ class _GaussianReference:
         return getattr(self, self.bound_name)
 
     def _check_bound(self, bound: Any, owner: str) -> None:
-        raise NotImplementedError
+        """Refuse an invalid public bound (each reference overrides it; the base class is never built)."""
+        raise NotImplementedError(f"{type(self).__name__} must define _check_bound")
 
     @property
     def guarantee(self) -> PrivacyGuarantee:

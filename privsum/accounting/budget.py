@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 from privsum._deprecation import moved_attribute_getter
 from privsum._validation import check_choice, check_delta, check_epsilon, check_integer, invalid
-from privsum.accounting.calibration import calibrate
 from privsum.accounting.composition import advanced_composition_epsilon
 from privsum.accounting.events import ComposedEvent, GuaranteeEvent, PrivacyEvent
 from privsum.accounting.guarantee import PrivacyGuarantee
@@ -34,6 +33,7 @@ __all__ = [
     "FIT_RTOL",
     "MAX_FIT_STEPS",
     "START_RTOL",
+    "TIGHT_RTOL",
     "ComposedEventWithHeadline",
     "compose_like_budget",
     "composed_epsilon",
@@ -135,19 +135,22 @@ def _tight_budget(epsilon: float, delta: float, count: int) -> tuple[float, floa
     """Largest per-mechanism epsilon0 (``delta0 = delta/(2 count)``) whose ``count``-fold PLD composition meets the target."""
     delta0 = delta / 2 / count
 
-    def delta_at(epsilon0: float) -> float:
-        return PLDPair.from_guarantee(PrivacyGuarantee(epsilon0, delta0)).self_compose(count).delta(epsilon)
+    def worst(epsilon0: float) -> GuaranteeEvent:
+        return GuaranteeEvent(PrivacyGuarantee(epsilon0, delta0))
 
-    epsilon0 = calibrate(
-        delta_at,
-        target_delta=delta,
-        lower=epsilon / count,
-        upper=epsilon,
-        more_private="decreasing",
-        tolerance=1e-4,
-        caller=("ClippedVectorSum", "delta", delta),
+    epsilon0 = fit_composition(
+        worst,
+        epsilon=epsilon,
+        delta=delta,
+        delta0=delta0,
+        count=count,
+        start=epsilon / count,
+        rtol=TIGHT_RTOL,
+        numerical=True,
+        caller=("per_mechanism_budget", "epsilon"),
     )
-    achieved = PLDPair.from_guarantee(PrivacyGuarantee(epsilon0, delta0)).self_compose(count).epsilon(delta)
+    epsilon0 = max(epsilon0, epsilon / count)  # basic composition backs epsilon / count whatever the PLD's grid rounds
+    achieved = _numerical_composed_epsilon(worst(epsilon0), count, delta)
     return epsilon0, delta0, PrivacyGuarantee(min(achieved, epsilon), delta)
 
 
@@ -160,8 +163,8 @@ def per_mechanism_budget(
 
     ``"advanced"``: the better of basic composition and advanced composition (half of delta as
     the slack ``delta'``). ``"tight"``: the numerical composition of the worst ``(epsilon0,
-    delta0)``-DP pair's PLD (optimal for generic mechanisms), ``delta0 = delta/(2 count)``, bisection
-    that never overshoots.
+    delta0)``-DP pair's PLD, ``delta0 = delta/(2 count)``, fitted by `fit_composition` to within
+    `TIGHT_RTOL` below ``epsilon`` (it never overshoots).
 
     Examples:
         >>> e0, d0, headline = per_mechanism_budget(1.0, 1e-6, 64, "advanced")
@@ -226,6 +229,8 @@ FIT_RTOL = 2e-3
 START_RTOL = 2e-2
 #: Steps of one search at most.
 MAX_FIT_STEPS = 40
+#: `per_mechanism_budget`'s ``"tight"`` search stops within this fraction below the target epsilon.
+TIGHT_RTOL = 1e-4
 
 
 def generic_composed_epsilon(epsilon0: float, delta0: float, count: int, delta: float) -> float:
@@ -383,6 +388,8 @@ def fit_composition(
     delta0: float,
     count: int,
     start: float,
+    rtol: float = FIT_RTOL,
+    numerical: bool = False,
     caller: tuple[str, str] = ("fit_composition", "epsilon"),
 ) -> float:
     """The largest ``epsilon0`` whose mechanism ``event_of(epsilon0)``, composed ``count`` times, meets ``(epsilon, delta)``.
@@ -391,10 +398,13 @@ def fit_composition(
     stages: the largest ``epsilon0`` whose worst ``(epsilon0, delta0)`` mechanism composes within
     the target (optimal composition, Kairouz, Oh & Viswanath), to `START_RTOL`, from ``start``;
     a mechanism whose event is that worst mechanism (a `GuaranteeEvent`) then gets it to
-    `FIT_RTOL` (a pure one, ``delta0 = 0``, by its own ``(epsilon0, 0)`` composition). A
+    ``rtol`` (a pure one, ``delta0 = 0``, by its own ``(epsilon0, 0)`` composition). A
     mechanism with its own privacy-loss distribution is composed by it, searched from there to
-    `FIT_RTOL` by a centred search: its composed epsilon (PLD on a grid) is not quite smooth in
-    ``epsilon0``, so guesses aim at the middle of the accepted band.
+    ``rtol`` by a centred search: its composed epsilon (PLD on a grid) is not quite smooth in
+    ``epsilon0``, so guesses aim at the middle of the accepted band. ``numerical=True`` composes
+    every event by its PLD, a generic ``(epsilon0, delta0)`` one included (the numerical
+    composition `per_mechanism_budget`'s ``"tight"`` headline states). The result is an
+    ``epsilon0`` actually evaluated: its composition meets the target (it never overshoots).
 
     Examples:
         >>> from privsum.accounting import GuaranteeEvent, PrivacyGuarantee
@@ -405,33 +415,42 @@ def fit_composition(
     """
     generic_values: dict[float, float] = {}
 
-    def generic_search(begin: float, rtol: float) -> tuple[float, float]:
+    def generic_search(begin: float, tolerance: float) -> tuple[float, float]:
         composed = functools.partial(generic_composed_epsilon, delta0=delta0, count=count, delta=delta)
-        return largest_feasible(composed, epsilon, begin, epsilon, rtol=rtol, values=generic_values, caller=caller)
+        return largest_feasible(composed, epsilon, begin, epsilon, rtol=tolerance, values=generic_values, caller=caller)
 
     generic, slope = generic_search(start, START_RTOL)
     instance = event_of(generic)
-    if isinstance(instance, GuaranteeEvent):  # the event is the worst mechanism with its headline
-        generic, slope = generic_search(generic, FIT_RTOL)
+    if isinstance(instance, GuaranteeEvent) and not numerical:  # the event is the worst mechanism with its headline
+        generic, slope = generic_search(generic, rtol)
         instance = event_of(generic)
-    if isinstance(instance, GuaranteeEvent) and instance.guarantee.delta == 0.0 and delta0 > 0:
-        # a pure mechanism: its event is the worst (epsilon0, 0) mechanism, sharper than (epsilon0, delta0)
-        pure, _ = largest_feasible(
-            lambda e0: generic_composed_epsilon(e0, 0.0, count, delta), epsilon, generic, epsilon, caller=caller
-        )
-        return pure
-    if isinstance(instance, GuaranteeEvent):
-        return generic  # nothing sharper to find
+        if isinstance(instance, GuaranteeEvent) and instance.guarantee.delta == 0.0 and delta0 > 0:
+            # a pure mechanism: its event is the worst (epsilon0, 0) mechanism, sharper than (epsilon0, delta0)
+            pure, _ = largest_feasible(
+                lambda e0: generic_composed_epsilon(e0, 0.0, count, delta), epsilon, generic, epsilon, rtol=rtol, caller=caller
+            )
+            return pure
+        if isinstance(instance, GuaranteeEvent):
+            return generic  # nothing sharper to find
+    composition = _numerical_composed_epsilon if numerical else composed_epsilon
     refined, _ = largest_feasible(
-        lambda e0: composed_epsilon(event_of(e0), count, delta),
+        lambda e0: composition(event_of(e0), count, delta),
         epsilon,
         generic,
         epsilon,
         min(max(slope, 1.0), 1.3),
+        rtol=rtol,
         centred=True,
         caller=caller,
     )
     return refined
+
+
+def _numerical_composed_epsilon(event: PrivacyEvent, count: int, delta: float) -> float:
+    """Epsilon at ``delta`` of ``count`` compositions of ``event``'s PLD (a generic event's too); ``inf`` where it has none."""
+    if not event.guarantee.is_finite:
+        return math.inf
+    return ComposedEvent(event, count).epsilon(delta)
 
 
 #: ``CompositionEvent`` is the deprecated name of `ComposedEventWithHeadline` (removed in the next release).

@@ -28,14 +28,11 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import platform
 import statistics
-import sys
-import time
 
 import numpy as np
+from bench_timing import print_header, spread, uncached_times
 
-from privsum.accounting.cache import clear_calibration_cache
 from privsum.bitsum import RRBitSum, ThreeNBBitSum
 from privsum.kde import ShuffledKDE
 from privsum.lsq import RandomFourierFeatures
@@ -52,20 +49,6 @@ SETTINGS = (
 )
 
 
-def _timed(function, repeats):
-    times, result = [], None
-    for _ in range(repeats):
-        clear_calibration_cache()
-        start = time.perf_counter()
-        result = function()
-        times.append(time.perf_counter() - start)
-    return result, times
-
-
-def _spread(times):
-    return f"median {statistics.median(times):.2f} s (min {min(times):.2f}, max {max(times):.2f}, {len(times)} runs)"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--users", type=int, default=40_000)
@@ -74,15 +57,13 @@ def main() -> None:
     parser.add_argument("--delta", type=float, default=1e-6)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    print(f"command: {' '.join([os.path.basename(sys.executable), *sys.argv])}")
-    print(f"machine: {platform.node()} {platform.machine()} cpus={os.cpu_count()} python {platform.python_version()}")
-    print(f"load average at start: {os.getloadavg()}")
+    print_header()
     print(f"setting: n={args.users} I={args.repetitions} RFF target ({args.epsilon}, {args.delta}) replace-one, tight accounting")
     family = RandomFourierFeatures(dimension=args.repetitions, n_repetitions=args.repetitions, seed=0)
     medians = {}
     paper_rmse = None
     for label, protocol, options in SETTINGS:
-        kde, times = _timed(
+        kde, times = uncached_times(
             lambda protocol=protocol, options=options: ShuffledKDE.from_privacy(
                 family=family,
                 protocol=protocol,
@@ -107,13 +88,13 @@ def main() -> None:
         print(
             f"{label:<36} eps0={bitsum.guarantee.epsilon:.5f} {parameters} RMSE={rmse:.2f} "
             f"variance={rmse**2:.1f}{versus} messages/user={bitsum.expected_messages_per_user:.3f} overall {kde.guarantee} "
-            f"calibration {_spread(times)} load {os.getloadavg()[0]:.2f}",
+            f"calibration {spread(times)} load {os.getloadavg()[0]:.2f}",
             flush=True,
         )
     rng = np.random.default_rng(0)
     left, right = rng.standard_normal((args.users, args.repetitions)), rng.standard_normal((args.repetitions, args.repetitions))
-    _, matmul = _timed(lambda: left @ right, args.repeats)
-    print(f"matmul {args.users}x{args.repetitions}x{args.repetitions} float64: {_spread(matmul)} load {os.getloadavg()[0]:.2f}")
+    _, matmul = uncached_times(lambda: left @ right, args.repeats)
+    print(f"matmul {args.users}x{args.repetitions}x{args.repetitions} float64: {spread(matmul)} load {os.getloadavg()[0]:.2f}")
     for label, median in medians.items():
         print(f"ratio calibration/matmul, {label}: {median / statistics.median(matmul):.1f}x")
 

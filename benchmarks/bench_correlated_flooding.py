@@ -22,28 +22,11 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import platform
-import statistics
-import sys
-import time
 
-from privsum.accounting.cache import clear_calibration_cache
+from bench_timing import print_header, spread, uncached_times
+
 from privsum.sums import CorrelatedNoiseSum
 from privsum.sums._correlated_flooding import shift_structure
-
-
-def _timed(function, repeats):
-    times, result = [], None
-    for _ in range(repeats):
-        clear_calibration_cache()
-        start = time.perf_counter()
-        result = function()
-        times.append(time.perf_counter() - start)
-    return result, times
-
-
-def _spread(times):
-    return f"median {statistics.median(times):.1f} s (min {min(times):.1f}, max {max(times):.1f}, {len(times)} runs)"
 
 
 def _kappa(protocol: CorrelatedNoiseSum) -> float:
@@ -61,9 +44,7 @@ def main() -> None:
     parser.add_argument("--variance-factor", type=float, default=1.1)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    print(f"command: {' '.join([os.path.basename(sys.executable), *sys.argv])}")
-    print(f"machine: {platform.node()} {platform.machine()} cpus={os.cpu_count()} python {platform.python_version()}")
-    print(f"load average at start: {os.getloadavg()}")
+    print_header()
     print(f"setting: n={args.users} target ({args.epsilon}, {args.delta}) per sum, replace-one, levels = domain")
     common = {"epsilon": args.epsilon, "delta": args.delta, "n_users": args.users}
     for domain in args.domains:
@@ -73,7 +54,7 @@ def main() -> None:
             f"variance={paper.variance():.4g} epsilon={paper.epsilon:g} (not checkable above 8 levels)",
             flush=True,
         )
-        calibrated, times = _timed(
+        calibrated, times = uncached_times(
             lambda domain=domain: CorrelatedNoiseSum.from_privacy(
                 **common,
                 domain=domain,
@@ -90,7 +71,7 @@ def main() -> None:
             f"({fewer:.0f}x fewer) variance={calibrated.variance():.4g} variance/paper={ratio:.4f} "
             f"shape={calibrated.pair_shape:g} kappa={_kappa(calibrated):.1f} certified epsilon={calibrated.epsilon:.4f} "
             f"certified delta at {args.epsilon:g}={calibrated.certified_delta(args.epsilon):.3g} "
-            f"calibration {_spread(times)} load {os.getloadavg()[0]:.2f}",
+            f"calibration {spread(times, 1)} load {os.getloadavg()[0]:.2f}",
             flush=True,
         )
 

@@ -1,4 +1,4 @@
-"""Calibration: the least noise that meets a target guarantee, found by bisection or regula falsi."""
+"""Calibration: the least noise that meets a target guarantee (bisection or regula falsi), and plain bisection."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from privsum._validation import check_choice, check_delta, check_integer, check_real, invalid
 
-__all__ = ["CALIBRATION_METHODS", "calibrate"]
+__all__ = ["CALIBRATION_METHODS", "bisect_last", "calibrate"]
 
 #: Bracketing searches `calibrate` runs: ``"bisection"`` halves the bracket; ``"illinois"`` is
 #: regula falsi (Illinois variant) on ``log delta``, which needs far fewer evaluations of a smooth
@@ -119,6 +119,36 @@ def calibrate(
     if not math.isfinite(safe):  # pragma: no cover - guarded by check_real
         raise invalid("upper", owner, "finite", safe)
     return safe
+
+
+def bisect_last(predicate: Callable[[float], bool], low: float, high: float, *, tolerance: float) -> float:
+    """The largest point found in ``[low, high)`` where ``predicate`` holds: bisection to ``tolerance``.
+
+    ``predicate`` should hold up to some point and fail past it. ``low`` is taken to hold (it is
+    returned, never evaluated, when nothing above it holds) and ``high`` to fail; the bracket is
+    halved, keeping the end where ``predicate`` holds, until it is at most ``tolerance`` wide (or
+    no float lies between its ends).
+
+    Examples:
+        >>> point = bisect_last(lambda x: x * x <= 2.0, 1.0, 2.0, tolerance=1e-9)
+        >>> point * point <= 2.0 and 2.0 - point * point < 1e-8
+        True
+    """
+    owner = "bisect_last"
+    if not callable(predicate):
+        raise invalid("predicate", owner, "a callable predicate(point)", predicate)
+    low = check_real(low, "low", owner)
+    high = check_real(high, "high", owner)
+    tolerance = check_real(tolerance, "tolerance", owner, low=0.0, low_open=True)
+    while high - low > tolerance:
+        middle = 0.5 * (low + high)
+        if not low < middle < high:
+            break
+        if predicate(middle):
+            low = middle
+        else:
+            high = middle
+    return low
 
 
 def _log_gap(delta: float, log_target: float) -> float:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from privsum._validation import invalid
-from privsum.accounting.calibration import calibrate
+from privsum.accounting.calibration import bisect_last, calibrate
 from privsum.bitsum.exact import signed_count_delta
 from privsum.exceptions import InvalidParameterError
 
@@ -168,13 +168,7 @@ def _least_flooding(
                     low = high_guess
         if meets(high):
             return high
-        while high - low > _FLOODING_LOG_TOLERANCE:
-            middle = 0.5 * (low + high)
-            if meets(middle):
-                low = middle
-            else:
-                high = middle
-        return low
+        return bisect_last(meets, low, high, tolerance=_FLOODING_LOG_TOLERANCE)
 
     def consider(shape: float, log_gap: float, feasibility: _Feasibility) -> bool:
         nonlocal best, best_mean

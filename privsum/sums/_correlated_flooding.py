@@ -64,6 +64,7 @@ import numpy as np
 
 from privsum._validation import check_integer, check_real, invalid
 from privsum.accounting import PLDPair, PrivacyProfile
+from privsum.accounting.calibration import bisect_last
 from privsum.accounting.envelope import symmetric_pair_from_samples
 from privsum.shuffle.noise import discrete_laplace_pmf, negative_binomial_truncated
 
@@ -399,7 +400,7 @@ def _least_kappa(feasible: Callable[[float], Any], admissible: Callable[[float],
         low, high = start, start + step
         while True:
             if not admissible(high):  # the last try: the most flooding still admissible
-                high = _last_admissible(admissible, low, high)
+                high = bisect_last(admissible, low, high, tolerance=1e-3)  # the largest admissible
                 if high <= low or (found := feasible(high)) is None:
                     return None, start
                 break
@@ -414,14 +415,3 @@ def _least_kappa(feasible: Callable[[float], Any], admissible: Callable[[float],
         else:
             high, found = middle, point
     return found, high
-
-
-def _last_admissible(admissible: Callable[[float], bool], low: float, high: float) -> float:
-    """The largest ``log(kappa)`` in ``[low, high)`` found admissible (bisection to 1e-3; ``low`` if none)."""
-    while high - low > 1e-3:
-        middle = 0.5 * (low + high)
-        if admissible(middle):
-            low = middle
-        else:
-            high = middle
-    return low

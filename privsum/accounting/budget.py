@@ -340,6 +340,13 @@ def composed_epsilon(event: PrivacyEvent, count: int, delta: float) -> float:
     return composed_guarantee(ComposedEvent(event, count), delta).epsilon
 
 
+def _numerical_composed_epsilon(event: PrivacyEvent, count: int, delta: float) -> float:
+    """Epsilon at ``delta`` of ``count`` compositions of ``event``'s PLD (a generic event's too); ``inf`` where it has none."""
+    if not event.guarantee.is_finite:
+        return math.inf
+    return ComposedEvent(event, count).epsilon(delta)
+
+
 def largest_composable(
     event_of: Callable[[float], PrivacyEvent],
     count: int,
@@ -351,12 +358,14 @@ def largest_composable(
     slope: float = 1.0,
     rtol: float = FIT_RTOL,
     centred: bool = True,
+    numerical: bool = False,
     caller: tuple[str, str] = ("largest_composable", "epsilon"),
 ) -> float:
     """The largest parameter in ``(0, cap]`` whose event, composed ``count`` times, meets ``(epsilon, delta)``.
 
     ``event_of`` is the per-mechanism event family (non-decreasing privacy loss in its
-    parameter); the composed epsilon at ``delta`` (`composed_epsilon`) is searched by
+    parameter); the composed epsilon at ``delta`` (`composed_epsilon`; ``numerical=True``: by the
+    event's PLD even where the event is a generic ``(epsilon0, delta0)`` one) is searched by
     `largest_feasible` from ``start`` and ends within ``rtol`` below ``epsilon``. The result is a
     parameter actually evaluated: its composition meets the target.
 
@@ -367,8 +376,9 @@ def largest_composable(
         >>> composed_epsilon(family(e0), 16, 1e-6) <= 1.0 < 16 * e0
         True
     """
+    composition = _numerical_composed_epsilon if numerical else composed_epsilon
     level, _ = largest_feasible(
-        lambda parameter: composed_epsilon(event_of(parameter), count, delta),
+        lambda parameter: composition(event_of(parameter), count, delta),
         epsilon,
         start,
         cap,
@@ -432,25 +442,10 @@ def fit_composition(
             return pure
         if isinstance(instance, GuaranteeEvent):
             return generic  # nothing sharper to find
-    composition = _numerical_composed_epsilon if numerical else composed_epsilon
-    refined, _ = largest_feasible(
-        lambda e0: composition(event_of(e0), count, delta),
-        epsilon,
-        generic,
-        epsilon,
-        min(max(slope, 1.0), 1.3),
-        rtol=rtol,
-        centred=True,
-        caller=caller,
+    slope = min(max(slope, 1.0), 1.3)
+    return largest_composable(
+        event_of, count, epsilon, delta, start=generic, cap=epsilon, slope=slope, rtol=rtol, numerical=numerical, caller=caller
     )
-    return refined
-
-
-def _numerical_composed_epsilon(event: PrivacyEvent, count: int, delta: float) -> float:
-    """Epsilon at ``delta`` of ``count`` compositions of ``event``'s PLD (a generic event's too); ``inf`` where it has none."""
-    if not event.guarantee.is_finite:
-        return math.inf
-    return ComposedEvent(event, count).epsilon(delta)
 
 
 #: ``CompositionEvent`` is the deprecated name of `ComposedEventWithHeadline` (removed in the next release).

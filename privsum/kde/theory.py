@@ -1,4 +1,4 @@
-"""Closed forms of the shuffled-DP KDE protocol (Theorem s of Wagner (ICLR 2025) 3.2 and 3.3).
+"""Closed forms of the shuffled-DP KDE protocol (Theorems 3.2 and 3.3 of Wagner (ICLR 2025)).
 
 References:
     Wagner, "Learning from End User Data with Shuffled Differential Privacy over Kernel

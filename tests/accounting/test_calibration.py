@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 from privsum import InvalidParameterError
 from privsum.accounting import calibrate, randomized_response_profile
+from privsum.accounting.calibration import bisect_last
 
 
 @given(target_epsilon=st.floats(0.05, 3.0), target_delta=st.floats(1e-10, 0.2), categories=st.integers(2, 10))
@@ -101,3 +102,26 @@ def test_illinois_handles_a_plateau_and_a_zero_target():
 def test_calibration_validates_search_options(name, value):
     with pytest.raises(InvalidParameterError, match=f"'{name}'"):
         calibrate(lambda t: 0.0, target_delta=0.1, lower=0.0, upper=1.0, more_private="increasing", **{name: value})
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.floats(-50.0, 50.0), st.floats(1e-3, 100.0), st.floats(0.0, 1.0), st.sampled_from([1e-9, 1e-3, 0.5]))
+def test_bisect_last_keeps_the_end_that_holds(low, width, fraction, tolerance):
+    boundary = low + fraction * width
+    asked = []
+
+    def below(point):
+        asked.append(point)
+        return point <= boundary
+
+    found = bisect_last(below, low, low + width, tolerance=tolerance)
+    assert found <= boundary and low <= found < low + width  # never past the boundary
+    assert boundary - found <= max(tolerance, 1e-12 * max(1.0, abs(boundary)))
+    assert low not in asked and len(asked) <= 2 + max(0.0, math.log2(width / tolerance))
+
+
+@pytest.mark.parametrize("name, value", [("tolerance", 0.0), ("tolerance", math.nan), ("low", math.inf), ("predicate", None)])
+def test_bisect_last_validates(name, value):
+    arguments = {"predicate": lambda point: True, "low": 0.0, "high": 1.0, "tolerance": 1e-3, name: value}
+    with pytest.raises(InvalidParameterError, match=name):
+        bisect_last(arguments.pop("predicate"), arguments.pop("low"), arguments.pop("high"), **arguments)

@@ -25,10 +25,11 @@ import numpy as np
 
 from privsum._random import RNGLike, as_generator
 from privsum._serialisation import Envelope, check_key, header_field, pack, unpack
-from privsum._validation import check_array, check_delta, check_epsilon, check_integer, check_integer_array, check_real, invalid
+from privsum._validation import check_array, check_integer, check_integer_array, check_real, invalid
 from privsum.accounting.events import PrivacyEvent
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
 from privsum.exceptions import IncompatibleSketchError
+from privsum.histograms._checks import check_sketch_request
 from privsum.histograms.sketch import ReleasedCountSketch, ShuffledCountSketch
 
 __all__ = ["MAX_DOMAIN_BITS", "PrefixHeavyHitters", "ReleasedPrefixTree"]
@@ -116,12 +117,12 @@ class PrefixHeavyHitters:
         owner = cls.__name__
         domain_size = check_integer(domain_size, "domain_size", owner, low=1, high=2**MAX_DOMAIN_BITS)
         bits_per_level = check_integer(bits_per_level, "bits_per_level", owner, low=1, high=16)
-        budget = check_real(max_messages_per_user, "max_messages_per_user", owner, low=0.0, low_open=True)
+        epsilon, delta, n_users, rows, budget = check_sketch_request(epsilon, delta, n_users, rows, max_messages_per_user, owner)
+        seed = check_integer(seed, "seed", owner, low=0)
         levels = math.ceil(_domain_bits(domain_size) / bits_per_level)
         probe = ShuffledCountSketch.from_privacy(
-            epsilon=check_epsilon(epsilon, owner), delta=check_delta(delta, owner, allow_zero=False), n_users=n_users,
-            rows=rows, width=1, max_messages_per_user=1e300, seed=seed,
-        )  # fmt: skip
+            epsilon=epsilon, delta=delta, n_users=n_users, rows=rows, width=1, max_messages_per_user=1e300, seed=seed
+        )
         per_bucket = levels * 2 * rows * probe.noise_mean / probe.n_users
         fits = math.floor((budget - rows) / per_bucket) if budget > rows else 0
         if fits < 1:

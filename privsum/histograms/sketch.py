@@ -33,7 +33,7 @@ from privsum._validation import check_array, check_choice, check_integer, check_
 from privsum.accounting.events import PrivacyEvent
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
 from privsum.exceptions import IncompatibleSketchError, PrivacyLeakWarning
-from privsum.histograms._checks import check_delta_field, check_privacy_target
+from privsum.histograms._checks import MAX_SKETCH_ROWS, check_delta_field, check_sketch_request
 from privsum.histograms._hashing import item_ids, row_hashes
 from privsum.histograms.events import (
     MAX_NOISE_MEAN,
@@ -51,7 +51,6 @@ __all__ = ["MAX_SKETCH_CELLS", "ReleasedCountSketch", "ShuffledCountSketch", "co
 
 #: Most cells (``2 * rows * width``) a sketch may have.
 MAX_SKETCH_CELLS = 1 << 26
-_MAX_ROWS = 512
 _ENVELOPE = Envelope(magic=b"PSCSKT", version=1, name="privsum released count sketch")
 _KIND_RELEASED = 1
 # Users hashed at a time (bounded memory).
@@ -67,7 +66,7 @@ def count_sketch_table(items: Any, *, seed: int, rows: int, width: int, owner: s
     """
     ids = item_ids(items, owner)
     seed = check_integer(seed, "seed", owner, low=0)
-    rows = check_integer(rows, "rows", owner, low=1, high=_MAX_ROWS)
+    rows = check_integer(rows, "rows", owner, low=1, high=MAX_SKETCH_ROWS)
     width = check_integer(width, "width", owner, low=1, high=MAX_SKETCH_CELLS // (2 * rows))
     table = np.zeros(rows * width, dtype=np.int64)
     for start in range(0, ids.size, _CHUNK_USERS):
@@ -126,7 +125,7 @@ class ShuffledCountSketch(ShuffleProtocol):
     def __post_init__(self) -> None:
         owner = type(self).__name__
         object.__setattr__(self, "n_users", check_integer(self.n_users, "n_users", owner, low=1))
-        object.__setattr__(self, "rows", check_integer(self.rows, "rows", owner, low=1, high=_MAX_ROWS))
+        object.__setattr__(self, "rows", check_integer(self.rows, "rows", owner, low=1, high=MAX_SKETCH_ROWS))
         object.__setattr__(self, "width", check_integer(self.width, "width", owner, low=1, high=MAX_SKETCH_CELLS // 2))
         if 2 * self.rows * self.width > MAX_SKETCH_CELLS:
             raise invalid("width", owner, f"at most {MAX_SKETCH_CELLS // (2 * self.rows)} with {self.rows} rows", self.width)
@@ -165,9 +164,7 @@ class ShuffledCountSketch(ShuffleProtocol):
                 bucket per row.
         """
         owner = cls.__name__
-        epsilon, delta, n_users = check_privacy_target(epsilon, delta, n_users, owner)
-        rows = check_integer(rows, "rows", owner, low=1, high=_MAX_ROWS)
-        budget = check_real(max_messages_per_user, "max_messages_per_user", owner, low=0.0, low_open=True)
+        epsilon, delta, n_users, rows, budget = check_sketch_request(epsilon, delta, n_users, rows, max_messages_per_user, owner)
         if not budget > rows:
             raise invalid("max_messages_per_user", owner, f"more than rows={rows} (one item message per row)", budget)
         noise_mean = calibrated_noise_mean(epsilon, delta, 2 * rows, owner)

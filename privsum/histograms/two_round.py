@@ -35,7 +35,7 @@ from privsum._random import RNGLike, as_generator
 from privsum._validation import check_integer, check_real, invalid
 from privsum.accounting.events import PrivacyEvent
 from privsum.accounting.guarantee import Neighbouring, PrivacyGuarantee
-from privsum.histograms._checks import check_delta_field, check_privacy_target
+from privsum.histograms._checks import check_delta_field, check_sketch_request
 from privsum.histograms._hashing import item_ids
 from privsum.histograms.categories import MAX_CATEGORIES, Categories
 from privsum.histograms.events import (
@@ -48,7 +48,7 @@ from privsum.histograms.events import (
 )
 from privsum.histograms.poisson_bins import PoissonNoiseBitSum
 from privsum.histograms.protocol import ShuffledHistogram
-from privsum.histograms.sketch import _MAX_ROWS, MAX_SKETCH_CELLS, ReleasedCountSketch, ShuffledCountSketch
+from privsum.histograms.sketch import MAX_SKETCH_CELLS, ReleasedCountSketch, ShuffledCountSketch
 
 __all__ = ["CANDIDATE_FRACTION", "MAX_CANDIDATE_LIST", "HeavyHitterRelease", "TwoRoundHeavyHitters"]
 
@@ -164,12 +164,10 @@ class TwoRoundHeavyHitters:
                 bucket per row.
         """
         owner = cls.__name__
-        epsilon, delta, n_users = check_privacy_target(epsilon, delta, n_users, owner)
-        rows = check_integer(rows, "rows", owner, low=1, high=_MAX_ROWS)
+        epsilon, delta, n_users, rows, budget = check_sketch_request(epsilon, delta, n_users, rows, max_messages_per_user, owner)
         candidate_rows = check_integer(candidate_rows, "candidate_rows", owner, low=1, high=rows)
         share = check_real(counting_share, "counting_share", owner, low=0.0, high=1.0, low_open=True, high_open=True)
         max_candidates = check_integer(max_candidates, "max_candidates", owner, low=1, high=MAX_CATEGORIES - 1)
-        budget = check_real(max_messages_per_user, "max_messages_per_user", owner, low=0.0, low_open=True)
         seed = check_integer(seed, "seed", owner, low=0)
         counter_mean = calibrated_noise_mean(share * epsilon, delta / 2, 2, owner)
         counting_messages = 1 + (max_candidates + 1) * counter_mean / n_users

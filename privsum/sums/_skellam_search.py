@@ -1,16 +1,195 @@
-"""`SkellamVectorSum.from_privacy`'s search: candidate scales and share budgets, and the one with the fewest bits."""
+"""`SkellamVectorSum.from_privacy`: the search over scales and share budgets for the fewest bits per user.
+
+`SkellamCalibration` (mixed into `SkellamVectorSum`) holds `from_privacy`. At every candidate scale and
+split of delta, `candidates` calibrates the noise (`least_mu`, on the conditional rounding's bounds at
+that scale) and sizes the modulus (`least_modulus`); `fewest_bits` then picks the candidate with the
+fewest bits per user within the accuracy allowance, with the least share count the share bound allows.
+"""
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from privsum._validation import check_integer, invalid
+from privsum._validation import check_choice, check_delta, check_epsilon, check_integer, check_real, invalid
+from privsum.accounting import Neighbouring, calibrate
+from privsum.accounting.skellam import RDP_ORDERS, SkellamEvent, rdp_delta
+from privsum.sums._conditional_rounding import (
+    MAX_DIMENSION,
+    MAX_SCALED_NORM,
+    NORM_TOLERANCE,
+    RELATIONS,
+    RETRY_FAILURE_LOG2,
+    ConditionalRounding,
+    neighbour_shifts,
+)
+from privsum.sums.labelled_rows import check_label_parameters
+from privsum.sums.sparse_shares import SPARSE_MAX_MODULUS
 from privsum.sums.split_and_mix import share_distance_bound, share_distance_floor
 
-__all__ = ["candidates", "coordinate_bound", "fewest_bits", "least_modulus", "share_value_mass"]
+if TYPE_CHECKING:
+    from privsum.sums.skellam import SkellamVectorSum
 
+__all__ = [
+    "MAX_SHARES",
+    "REFINEMENT",
+    "SCALE_GRID",
+    "SHARE_FRACTIONS",
+    "SkellamCalibration",
+    "candidates",
+    "fewest_bits",
+    "least_modulus",
+    "least_mu",
+    "share_value_mass",
+    "skellam_tail",
+]
+
+MAX_SHARES = 1024  # shares per coordinate: sums of m residues below 2^46 stay below 2^63
+SCALE_GRID = tuple(2.0**k for k in range(2, 21))  # candidate gamma * norm_bound, refined near the accuracy boundary
+REFINEMENT = (2.0**-0.75, 2.0**-0.5, 2.0**-0.25, 2.0**0.25, 2.0**0.5, 2.0**0.75, 2.0**1.25, 2.0**1.5, 2.0**1.75)
+SHARE_FRACTIONS = (0.01, 0.03, 0.1, 0.3)  # candidate parts of delta for the shares
 _LARGEST_BESSEL_ARGUMENT = 1e8  # scipy's ive(0, x) is accurate up to here (nan beyond about 1e9)
+
+
+class SkellamCalibration:
+    """Mixed into `SkellamVectorSum`: `from_privacy`, the protocol with the fewest bits per user meeting a target."""
+
+    @classmethod
+    def from_privacy(
+        cls,
+        *,
+        epsilon: float,
+        delta: float,
+        n_users: int,
+        dimension: int,
+        norm_bound: float,
+        neighbouring: Neighbouring | str = Neighbouring.REPLACE_ONE,
+        calibration: str = "tight",
+        scale: float | None = None,
+        n_shares: int | None = None,
+        rejection_probability: float = 1e-6,
+        share_delta_fraction: float | None = None,
+        wrap_delta_fraction: float = 0.001,
+        variance_allowance: float = 0.05,
+        label_rows: int = 0,
+        count_weight: float = 0.0,
+    ) -> SkellamVectorSum:
+        """The fewest bits per user meeting ``(epsilon, delta)`` within a stated accuracy loss.
+
+        The delta budget is split: ``share_delta_fraction`` for the split-and-mix distance (which
+        fixes ``m``), ``wrap_delta_fraction`` for the wrap-around (which fixes ``q``), the rest for
+        the noise, whose ``mu`` is the least (by bisection, on the safe side) whose Rényi bound
+        meets ``epsilon``. ``q`` is the least modulus whose wrap-around probability is within its
+        part (any integer: a power of two only where it happens to be the least), and ``m`` the
+        least share count whose distance bound (`privsum.sums.split_and_mix.share_distance_bound`,
+        the smaller of the chi-square bound averaged over the noise shares and BBGN20's) is within
+        the shares' part. The search
+        runs over ``gamma`` in octaves of ``2^2 .. 2^20`` over ``norm_bound``, refined to quarter
+        octaves around the least admissible one (or the given ``scale``), and over share fractions
+        ``0.01, 0.03, 0.1, 0.3`` (or the given one): among the candidates whose worst-case
+        per-coordinate variance (`variance`) is within
+        ``1 + variance_allowance`` of the least found, it takes the fewest bits per user
+        (`bits_per_user`), then the least variance. The result's guarantee never exceeds the target.
+
+        Args:
+            epsilon: target epsilon.
+            delta: target delta in ``(0, 1)``.
+            n_users: number of users (at least 3).
+            dimension: ``d``.
+            norm_bound: ``c``.
+            neighbouring: ``"replace-one"`` or ``"zero-out"``.
+            calibration: ``"tight"`` (the only one: the Rényi bound with the tight conversion).
+            scale: ``gamma``; ``None`` searches it.
+            n_shares: ``m``; ``None`` takes the least the share bound allows; fewer raise.
+            rejection_probability: ``beta`` (see the class).
+            share_delta_fraction: part of ``delta`` for the shares; ``None`` searches it.
+            wrap_delta_fraction: part of ``delta`` for the wrap-around.
+            variance_allowance: the accuracy loss accepted for fewer bits: variance at most
+                ``1 + variance_allowance`` times the least variance of the search (``0`` takes the
+                most accurate candidate).
+            label_rows: ``C >= 2`` for labelled-row vectors (`privsum.sums.labelled_rows`: one of
+                ``C`` rows, whose last coordinate is ``count_weight``), calibrated for their exact
+                replace-one shift; ``0`` (default) for plain vectors.
+            count_weight: the count coordinate of labelled rows (in ``(0, norm_bound]``).
+        """
+        owner = f"{cls.__name__}.from_privacy"
+        epsilon = check_epsilon(epsilon, owner)
+        delta = check_delta(delta, owner, allow_zero=False)
+        n_users = check_integer(n_users, "n_users", owner, low=3)
+        dimension = check_integer(dimension, "dimension", owner, low=1, high=MAX_DIMENSION)
+        norm_bound = check_real(norm_bound, "norm_bound", owner, low=0.0, low_open=True)
+        relation = Neighbouring.parse(neighbouring, owner, RELATIONS)
+        check_choice(calibration, "calibration", owner, ("tight",))
+        beta = check_real(rejection_probability, "rejection_probability", owner, low=0.0, high=0.5, low_open=True)
+        wrap_fraction = check_real(wrap_delta_fraction, "wrap_delta_fraction", owner, low=0.0, high=0.5, low_open=True)
+        allowance = check_real(variance_allowance, "variance_allowance", owner, low=0.0, high=1.0)
+        if share_delta_fraction is None:
+            fractions = SHARE_FRACTIONS
+        else:
+            fractions = (check_real(share_delta_fraction, "share_delta_fraction", owner, low=0.0, high=0.5, low_open=True),)
+        if not delta * (1 - max(fractions) - wrap_fraction) - 2.0**RETRY_FAILURE_LOG2 > 0:
+            raise invalid("delta", owner, "above 2^-80 (the rounding's failure probability)", delta)
+        label_rows, count_weight = check_label_parameters(label_rows, count_weight, dimension, norm_bound, owner)
+        common = {
+            "n_users": n_users,
+            "dimension": dimension,
+            "norm_bound": norm_bound,
+            "delta": delta,
+            "rejection_probability": beta,
+            "neighbouring": relation,
+            "label_rows": label_rows,
+            "count_weight": count_weight,
+        }
+        if scale is None:
+            scales = [g / norm_bound for g in SCALE_GRID]
+        else:
+            scales = [check_real(scale, "scale", owner, low=0.0, low_open=True)]
+        options = candidates(epsilon, scales, fractions, wrap_fraction, common)
+        if scale is None and options:  # quarter octaves around the least admissible scale, where bits are fewest
+            least = min(option[0] for option in options)
+            lowest = min(option[1] for option in options if option[0] <= least * (1 + allowance))
+            options += candidates(epsilon, [lowest * factor for factor in REFINEMENT], fractions, wrap_fraction, common)
+        if not options:
+            raise invalid(
+                "scale" if scale is not None else "n_users", owner, "small enough that the modulus fits in 2^46", scale or n_users
+            )
+        gamma, mu, modulus, shares = fewest_bits(options, allowance, n_shares, owner, n_users, dimension)
+        protocol = cls(scale=gamma, noise_mu=mu, n_shares=shares, modulus=modulus, **common)  # type: ignore[call-arg]
+        for _ in range(60):  # float rounding in the conversion: never return a protocol above the target
+            if protocol.guarantee.epsilon <= epsilon:
+                return protocol
+            protocol = cls(  # type: ignore[call-arg]
+                scale=gamma, noise_mu=protocol.noise_mu * (1 + 1e-9), n_shares=shares, modulus=modulus, **common
+            )
+        raise invalid("epsilon", owner, "reachable by the calibration", epsilon)  # pragma: no cover - defensive
+
+
+def skellam_tail(mu: float, probability: float) -> int:
+    """Least integer ``t`` with ``P(|Sk(mu)| > t) <= probability`` by the Chernoff bound.
+
+    ``E exp(lambda K) = exp(2 mu (cosh(lambda) - 1))`` for ``K ~ Sk(mu)``, so
+    ``P(K >= t) <= exp(-t asinh(t / 2mu) + 2 mu (sqrt(1 + (t / 2mu)^2) - 1))`` and the two tails
+    are equal.
+
+    Examples:
+        >>> skellam_tail(100.0, 1e-9) > 6 * math.sqrt(200)
+        True
+    """
+    from scipy.optimize import brentq  # imported where a modulus is sized
+
+    owner = "skellam_tail"
+    mu = check_real(mu, "mu", owner, low=1e-300, high=1e300)  # 2 mu and t / 2 mu stay finite
+    probability = check_real(probability, "probability", owner, low=0.0, high=1.0, low_open=True)
+    target = math.log(2 / probability)
+
+    def exponent(t: float) -> float:
+        ratio = t / (2 * mu)
+        return t * math.asinh(ratio) - 2 * mu * (math.hypot(1.0, ratio) - 1) - target  # hypot: no overflow of ratio^2
+
+    upper = 1.0
+    while exponent(upper) < 0:
+        upper *= 2
+    return math.ceil(brentq(exponent, 0.0, upper, xtol=1e-6)) + 1
 
 
 def share_value_mass(rate: float, modulus: int) -> float:
@@ -40,23 +219,44 @@ def candidates(
     epsilon: float, scales: list[float], fractions: tuple[float, ...], wrap_fraction: float, common: dict[str, Any]
 ) -> list[tuple[float, float, float, int, float]]:
     """``(variance, gamma, mu, q, share distance allowed)`` for every scale and share fraction that fits in ``2^46``."""
-    from privsum.sums import skellam as sk  # the protocol's own bounds (imported on use: it imports this module)
-
     n_users, dimension, delta = common["n_users"], common["dimension"], common["delta"]
     options = []
     for fraction in fractions:
-        noise_delta = delta * (1 - fraction - wrap_fraction) - 2.0**sk._RETRY_FAILURE_LOG2
+        noise_delta = delta * (1 - fraction - wrap_fraction) - 2.0**RETRY_FAILURE_LOG2
         distance = delta * fraction / (1 + math.exp(epsilon))
         for gamma in scales:
-            if not gamma * common["norm_bound"] * (1 + sk.NORM_TOLERANCE) < sk.MAX_SCALED_NORM:
+            radius = gamma * common["norm_bound"] * (1 + NORM_TOLERANCE)
+            if not radius < MAX_SCALED_NORM:
                 continue
-            mu = sk._calibrate_mu(epsilon, noise_delta, gamma=gamma, **common)
-            modulus = least_modulus(n_users, coordinate_bound(gamma, **common), mu, delta * wrap_fraction, dimension)
-            if modulus > sk.SPARSE_MAX_MODULUS:
+            rounding = ConditionalRounding(radius, dimension, common["rejection_probability"])
+            relation, rows, weight = common["neighbouring"], common["label_rows"], common["count_weight"]
+            shifts = neighbour_shifts(rounding.squared_bound, dimension, gamma, relation, rows, weight)
+            mu = least_mu(epsilon, noise_delta, shifts)
+            modulus = least_modulus(n_users, rounding.coordinate_bound, mu, delta * wrap_fraction, dimension)
+            if modulus > SPARSE_MAX_MODULUS:
                 continue
             variance = (2 * mu + n_users / (4 * (1 - common["rejection_probability"]))) / gamma**2
             options.append((variance, gamma, mu, modulus, distance))
     return options
+
+
+def least_mu(epsilon: float, noise_delta: float, shifts: tuple[float, float]) -> float:
+    """Least ``mu`` (bisection, safe end) whose Rényi bound for these L2 and L1 shifts gives ``epsilon`` at ``noise_delta``."""
+    l2_shift, l1_shift = shifts
+    target = epsilon * (1 - 1e-9)
+
+    def delta_at(log_mu: float) -> float:
+        event_rdp = SkellamEvent(mu=math.exp(log_mu), l2_sensitivity=l2_shift, l1_sensitivity=l1_shift, headline_delta=0.5)
+        return rdp_delta(RDP_ORDERS, event_rdp.rdp(), target)
+
+    upper = math.log(l2_shift**2) + 2.0
+    while not delta_at(upper) <= noise_delta:
+        upper += 2.0
+        if upper > 200:  # pragma: no cover - epsilon and delta are validated positive
+            raise invalid("epsilon", "SkellamVectorSum.from_privacy", "achievable", epsilon)
+    return math.exp(
+        calibrate(delta_at, target_delta=noise_delta, lower=upper - 40.0, upper=upper, more_private="increasing", tolerance=1e-10)
+    )
 
 
 def fewest_bits(
@@ -75,8 +275,6 @@ def fewest_bits(
     it is where the search for the candidate's share count starts, and a width whose bits at that
     count already exceed the best is not evaluated.
     """
-    from privsum.sums.skellam import MAX_SHARES
-
     if n_shares is not None:
         n_shares = check_integer(n_shares, "n_shares", owner, low=2, high=MAX_SHARES)
     least = min(option[0] for option in options)
@@ -112,8 +310,6 @@ _ANY_MASS = 1e-300  # below every value mass: the share bound then uses its leas
 
 def _least_shares(n_users: int, modulus: int, dimension: int, distance: float, mass: float, start: int) -> int | None:
     """Least ``m >= start`` whose share distance bound at this value mass is within ``distance`` (``None``: none)."""
-    from privsum.sums.skellam import MAX_SHARES
-
     return next(
         (
             m
@@ -125,22 +321,11 @@ def _least_shares(n_users: int, modulus: int, dimension: int, distance: float, m
     )
 
 
-def coordinate_bound(gamma: float, *, dimension: int, norm_bound: float, rejection_probability: float, **_: Any) -> int:
-    """The largest rounded coordinate: the conditional rounding's L2 bound, and at most ``ceil(gamma c)``."""
-    from privsum.sums import skellam as sk
-
-    radius = gamma * norm_bound * (1 + sk.NORM_TOLERANCE)
-    l2 = sk.conditional_rounding_l2_bound(radius, dimension, rejection_probability)
-    return min(math.floor(l2), math.ceil(radius))
-
-
 def least_modulus(n_users: int, coordinate_bound: int, mu: float, wrap_probability: float, dimension: int) -> int:
     """Least ``q`` with ``q // 2 - 1 >= n B + t``, ``t`` the Chernoff tail of ``Sk(mu)`` (union over coordinates).
 
     The decoder maps residues to ``(-(q/2 - 1), q/2]``, so the even ``q = 2 (n B + t + 1)`` is the least
     holding every noisy sum in ``[-(n B + t), n B + t]``.
     """
-    from privsum.sums.skellam import skellam_tail
-
     tail = skellam_tail(mu, wrap_probability / dimension)
     return 2 * (n_users * coordinate_bound + tail + 1)

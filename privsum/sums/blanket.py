@@ -244,6 +244,55 @@ def calibrate_blanket_probability(epsilon: float, delta: float, *, n_values: int
     return calibrate(delta_at, target_delta=delta, lower=1e-9, upper=upper, more_private="increasing", tolerance=1e-4)
 
 
+def tight_blanket_probability(epsilon: float, delta: float, *, precision: int, n_users: int, dimension: int = 1) -> float:
+    """Least ``gamma`` meeting ``(epsilon, delta)`` on the exact profile of ``d (k + 1)`` values, from the analytic ``gamma``."""
+    start = None
+    if epsilon < 6:
+        start = analytic_blanket_probability(epsilon, delta, size=dimension * precision, n_users=n_users)
+    return calibrate_blanket_probability(epsilon, delta, n_values=dimension * (precision + 1), n_users=n_users, start=start)
+
+
+def blanket_parameters(
+    epsilon: float,
+    delta: float,
+    owner: str,
+    *,
+    n_users: int,
+    calibration: str,
+    precision: int | None,
+    dimension: int = 1,
+    samples: int = 1,
+) -> tuple[int, float]:
+    """``(k, gamma)`` of a blanket protocol's ``from_privacy``: ``n_users`` reports over ``d (k + 1)`` values.
+
+    ``"tight"``: the least ``gamma`` on the exact profile (``t = 1``), with ``k`` from
+    `tight_precision_and_probability` where ``precision`` is ``None``. ``"analytic"``: the closed
+    form (``epsilon`` below 6), with ``k`` from `default_precision` where ``None``.
+
+    Raises:
+        InvalidParameterError: (named for ``owner``) a precision below 1; a target that needs
+            ``gamma >= 1``; ``"analytic"`` with ``epsilon >= 6``.
+    """
+    if precision is not None:
+        precision = check_integer(precision, "precision", owner, low=1)
+    if calibration == "tight":
+        if precision is None:
+            start = default_precision(epsilon, delta, n_users=n_users, dimension=dimension)
+            return tight_precision_and_probability(epsilon, delta, n_users=n_users, dimension=dimension, start=start)
+        gamma = tight_blanket_probability(epsilon, delta, precision=precision, n_users=n_users, dimension=dimension)
+        if not gamma < 1:
+            raise invalid("epsilon", owner, "achievable with a blanket probability below 1", epsilon)
+        return precision, gamma
+    if not epsilon < 6:
+        raise invalid("epsilon", owner, "below 6 for the analytic calibration", epsilon)
+    if precision is None:
+        precision = default_precision(epsilon, delta, n_users=n_users, dimension=dimension, samples=samples)
+    gamma = analytic_blanket_probability(epsilon, delta, size=dimension * precision, n_users=n_users, samples=samples)
+    if not gamma < 1:
+        raise invalid("precision", owner, f"small enough that the analytic gamma is below 1 (it is {gamma:.4g})", precision)
+    return precision, gamma
+
+
 def blanket_variance_bound(blanket_probability: float, precision: int, n_users: int, samples: float = 1.0) -> float:
     """Worst-case variance over inputs in ``[0, 1]`` of the debiased sum of ``n_users * samples`` blanket reports.
 
@@ -273,13 +322,8 @@ def tight_precision_and_probability(
 
     def cost(k: int) -> float:
         if k not in cache:
-            start_gamma = None
-            if epsilon < 6:
-                start_gamma = analytic_blanket_probability(epsilon, delta, size=dimension * k, n_users=n_users)
             try:
-                gamma = calibrate_blanket_probability(
-                    epsilon, delta, n_values=dimension * (k + 1), n_users=n_users, start=start_gamma
-                )
+                gamma = tight_blanket_probability(epsilon, delta, precision=k, n_users=n_users, dimension=dimension)
             except ValueError:
                 gamma = 1.0
             value = blanket_variance_bound(gamma, k, n_users) * dimension**2 if gamma < 1 else math.inf
@@ -302,7 +346,6 @@ def tight_precision_and_probability(
     return best, cache[best][1]
 
 
-
 def check_analytic_bound(protocol: Any, owner: str) -> None:
     """Raise unless a blanket protocol accounted ``"analytic"`` has a finite analytic epsilon (it needs epsilon < 6)."""
     if protocol.accounting == "analytic" and not math.isfinite(protocol._analytic_epsilon()):
@@ -310,17 +353,31 @@ def check_analytic_bound(protocol: Any, owner: str) -> None:
             "blanket_probability", owner, "large enough for the analytic bound (epsilon < 6)", protocol.blanket_probability
         )
 
+
 class _BlanketMechanics(ShuffleProtocol):
     """What the blanket protocols share: messages in ``{0, ..., k}`` (``k = precision``), accounting, participants.
 
-    For a frozen dataclass with ``n_users``, ``precision``, ``delta``, ``accounting`` and a ``profile``, that
+    For a frozen dataclass with ``n_users``, ``precision``, ``blanket_probability``, ``delta``, ``accounting``,
+    ``clip`` and a ``profile``, that
     computes ``_analytic_epsilon()`` and the guarantee for fewer participants (``_event_for_fewer``).
     """
 
     n_users: int
     precision: int
+    blanket_probability: float
     delta: float
     accounting: str
+    clip: bool
+
+    def _check_blanket_fields(self, owner: str) -> None:
+        """Check the fields every blanket protocol has (its own, and `check_analytic_bound`, are checked after)."""
+        check_integer(self.n_users, "n_users", owner, low=2)
+        check_integer(self.precision, "precision", owner, low=1)
+        check_probability(self.blanket_probability, "blanket_probability", owner, allow_zero=False)
+        check_delta(self.delta, owner, allow_zero=False)
+        check_choice(self.accounting, "accounting", owner, CALIBRATIONS)
+        if not isinstance(self.clip, bool):
+            raise invalid("clip", owner, "a bool", self.clip)
 
     @cached_property
     def event(self) -> PrivacyEvent:
@@ -414,13 +471,7 @@ class BlanketRealSum(_BlanketMechanics):
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
-        check_integer(self.n_users, "n_users", owner, low=2)
-        check_integer(self.precision, "precision", owner, low=1)
-        check_probability(self.blanket_probability, "blanket_probability", owner, allow_zero=False)
-        check_delta(self.delta, owner, allow_zero=False)
-        check_choice(self.accounting, "accounting", owner, CALIBRATIONS)
-        if not isinstance(self.clip, bool):
-            raise invalid("clip", owner, "a bool", self.clip)
+        self._check_blanket_fields(owner)
         check_analytic_bound(self, owner)
 
     @classmethod
@@ -449,30 +500,9 @@ class BlanketRealSum(_BlanketMechanics):
         owner = f"{cls.__name__}.from_privacy"
         epsilon, delta, n_users = check_privacy_request(epsilon, delta, n_users, owner, least_users=2)
         calibration = check_choice(calibration, "calibration", owner, CALIBRATIONS)
-        if precision is None and calibration == "tight":
-            start = default_precision(epsilon, delta, n_users=n_users)
-            precision, gamma = tight_precision_and_probability(epsilon, delta, n_users=n_users, start=start)
-            return cls(
-                n_users=n_users, precision=precision, blanket_probability=gamma, delta=delta, accounting=calibration, clip=clip
-            )
-        if precision is None:
-            precision = default_precision(epsilon, delta, n_users=n_users)
-        precision = check_integer(precision, "precision", owner, low=1)
-        if calibration == "analytic":
-            if not epsilon < 6:
-                raise invalid("epsilon", owner, "below 6 for the analytic calibration", epsilon)
-            gamma = analytic_blanket_probability(epsilon, delta, size=precision, n_users=n_users)
-            if not gamma < 1:
-                raise invalid(
-                    "precision", owner, f"small enough that the analytic gamma is below 1 (it is {gamma:.4g})", precision
-                )
-        else:
-            start = None
-            if epsilon < 6:
-                start = analytic_blanket_probability(epsilon, delta, size=precision, n_users=n_users)
-            gamma = calibrate_blanket_probability(epsilon, delta, n_values=precision + 1, n_users=n_users, start=start)
-            if not gamma < 1:
-                raise invalid("epsilon", owner, "achievable with a blanket probability below 1", epsilon)
+        precision, gamma = blanket_parameters(
+            epsilon, delta, owner, n_users=n_users, calibration=calibration, precision=precision
+        )
         return cls(
             n_users=n_users, precision=precision, blanket_probability=gamma, delta=delta, accounting=calibration, clip=clip
         )

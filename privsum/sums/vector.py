@@ -14,10 +14,8 @@ from privsum._random import RNGLike, as_generator
 from privsum._validation import (
     check_array,
     check_choice,
-    check_delta,
     check_integer,
     check_privacy_request,
-    check_probability,
     invalid,
 )
 from privsum.accounting import GuaranteeEvent, PrivacyEvent, PrivacyGuarantee, PrivacyProfile, ProfileEvent
@@ -30,12 +28,9 @@ from privsum.sums.blanket import (
     CALIBRATIONS,
     _BlanketMechanics,
     analytic_blanket_epsilon,
-    analytic_blanket_probability,
+    blanket_parameters,
     blanket_profile,
-    calibrate_blanket_probability,
     check_analytic_bound,
-    default_precision,
-    tight_precision_and_probability,
 )
 
 __all__ = ["ESTIMATORS", "ShuffledVectorSum"]
@@ -147,17 +142,12 @@ class ShuffledVectorSum(_BlanketMechanics):
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
-        check_integer(self.n_users, "n_users", owner, low=2)
+        self._check_blanket_fields(owner)
         check_integer(self.dimension, "dimension", owner, low=1)
-        check_integer(self.precision, "precision", owner, low=1)
         check_integer(self.samples, "samples", owner, low=1, high=self.dimension)
-        check_probability(self.blanket_probability, "blanket_probability", owner, allow_zero=False)
-        check_delta(self.delta, owner, allow_zero=False)
-        check_choice(self.accounting, "accounting", owner, CALIBRATIONS)
         check_choice(self.estimator, "estimator", owner, ESTIMATORS)
-        for name in ("symmetric", "clip"):
-            if not isinstance(getattr(self, name), bool):
-                raise invalid(name, owner, "a bool", getattr(self, name))
+        if not isinstance(self.symmetric, bool):
+            raise invalid("symmetric", owner, "a bool", self.symmetric)
         if self.accounting == "tight" and self.samples != 1:
             raise invalid("accounting", owner, "'analytic' when samples > 1 (no exact profile for t > 1)", self.accounting)
         check_analytic_bound(self, owner)
@@ -207,34 +197,19 @@ class ShuffledVectorSum(_BlanketMechanics):
             "clip": clip,
             "estimator": estimator,
         }
-        if calibration == "tight":
-            if samples != 1:
-                raise invalid("calibration", owner, "'analytic' when samples > 1 (no exact profile for t > 1)", calibration)
-            if precision is None:
-                start = default_precision(epsilon, delta, n_users=n_users, dimension=dimension)
-                precision, gamma = tight_precision_and_probability(
-                    epsilon, delta, n_users=n_users, dimension=dimension, start=start
-                )
-            else:
-                precision = check_integer(precision, "precision", owner, low=1)
-                start_gamma = None
-                if epsilon < 6:
-                    start_gamma = analytic_blanket_probability(epsilon, delta, size=dimension * precision, n_users=n_users)
-                gamma = calibrate_blanket_probability(
-                    epsilon, delta, n_values=dimension * (precision + 1), n_users=n_users, start=start_gamma
-                )
-                if not gamma < 1:
-                    raise invalid("epsilon", owner, "achievable with a blanket probability below 1", epsilon)
-            return cls(precision=precision, blanket_probability=gamma, accounting="tight", **common)
-        if not epsilon < 6:
-            raise invalid("epsilon", owner, "below 6 for the analytic calibration", epsilon)
-        if precision is None:
-            precision = default_precision(epsilon, delta, n_users=n_users, dimension=dimension, samples=samples)
-        precision = check_integer(precision, "precision", owner, low=1)
-        gamma = analytic_blanket_probability(epsilon, delta, size=dimension * precision, n_users=n_users, samples=samples)
-        if not gamma < 1:
-            raise invalid("precision", owner, f"small enough that the analytic gamma is below 1 (it is {gamma:.4g})", precision)
-        return cls(precision=precision, blanket_probability=gamma, accounting="analytic", **common)
+        if calibration == "tight" and samples != 1:
+            raise invalid("calibration", owner, "'analytic' when samples > 1 (no exact profile for t > 1)", calibration)
+        precision, gamma = blanket_parameters(
+            epsilon,
+            delta,
+            owner,
+            n_users=n_users,
+            calibration=calibration,
+            precision=precision,
+            dimension=dimension,
+            samples=samples,
+        )
+        return cls(precision=precision, blanket_probability=gamma, accounting=calibration, **common)
 
     # ----------------------------------------------------------------- privacy and costs
     def _analytic_epsilon(self) -> float:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from privsum.exceptions import InvalidParameterError
 from privsum.shuffle.noise import discrete_laplace_variance
 from privsum.sums import CorrelatedNoiseSum, gkmps_parameters
-from privsum.sums.correlated import _triple
+from privsum.sums._correlated_verification import triple as _triple
 from privsum.testing import ProtocolConformance, assert_matches_pmf, assert_mean, assert_same_distribution, assert_variance
 
 
@@ -245,7 +245,7 @@ def test_natural_log_flooding_is_verified_where_it_differs():
 
 @pytest.mark.parametrize("levels", [1, 3])
 def test_geometric_central_block_equals_the_direct_sum(levels):
-    import privsum.sums.correlated as correlated
+    import privsum.sums._correlated_verification as correlated
     from privsum.shuffle.noise import negative_binomial_truncated
 
     protocol = CorrelatedNoiseSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=1_000, domain=levels)
@@ -261,7 +261,7 @@ def test_geometric_central_block_equals_the_direct_sum(levels):
 
 
 def test_verified_epsilon_is_unchanged_by_the_fast_block(monkeypatch):
-    import privsum.sums.correlated as correlated
+    import privsum.sums._correlated_verification as correlated
 
     protocol = CorrelatedNoiseSum.from_privacy(epsilon=1.0, delta=1e-6, n_users=1_000, domain=2)
     fast = protocol.verified_epsilon(1e-6)

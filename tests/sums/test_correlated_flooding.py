@@ -18,7 +18,7 @@ from privsum.sums._correlated_flooding import (
     scaled_flooding,
     shift_structure,
 )
-from privsum.sums.correlated import _representation
+from privsum.sums._correlated_verification import representation as _representation
 from privsum.testing.stats import assert_mean, assert_variance
 
 # Both the bound and `verify` are upper bounds discretised on different loss grids (2^-14 and

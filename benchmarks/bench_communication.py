@@ -35,7 +35,7 @@ import numpy as np
 from privsum.accounting.gaussian import gaussian_sigma
 from privsum.sums import SkellamVectorSum
 from privsum.sums import skellam as sk
-from privsum.sums._skellam_search import _least_shares, candidates, share_value_mass
+from privsum.sums._skellam_search import REFINEMENT, SCALE_GRID, _least_shares, candidates, share_value_mass
 from privsum.sums.multi_message import default_share_count
 from privsum.sums.split_and_mix import _chi_square, _component_tables, least_share_count
 
@@ -93,7 +93,7 @@ def floor_bits(n_users: int, dimension: int, central: float) -> tuple[tuple, tup
         "label_rows": 0,
         "count_weight": 0.0,
     }
-    scales = sorted({g * f for g in sk._SCALE_GRID for f in (1.0, *sk._REFINEMENT)})
+    scales = sorted({g * f for g in SCALE_GRID for f in (1.0, *REFINEMENT)})
     options = []
     for fraction in FLOOR_FRACTIONS:
         for variance, _, mu, modulus, distance in candidates(EPSILON, scales, (fraction,), 0.001, common):

@@ -11,19 +11,18 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from privsum._conditional_rounding import (
+    MAX_DIMENSION,
+    MAX_SCALED_NORM,
+    RETRY_FAILURE_LOG2,
+    RoundingAt,
+    integer_l1_bound,
+    root_up,
+)
 from privsum._validation import check_choice, check_delta, check_epsilon, check_integer, check_real, invalid
 from privsum.accounting import Neighbouring, calibrate
 from privsum.accounting.skellam import RDP_ORDERS, SkellamEvent, rdp_delta
-from privsum.sums._conditional_rounding import (
-    MAX_DIMENSION,
-    MAX_SCALED_NORM,
-    NORM_TOLERANCE,
-    RELATIONS,
-    RETRY_FAILURE_LOG2,
-    ConditionalRounding,
-    neighbour_shifts,
-)
-from privsum.sums.labelled_rows import check_label_parameters
+from privsum.sums.labelled_rows import check_label_parameters, labelled_row_shifts
 from privsum.sums.sparse_shares import SPARSE_MAX_MODULUS
 from privsum.sums.split_and_mix import share_distance_bound, share_distance_floor
 
@@ -32,7 +31,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_SHARES",
+    "NORM_TOLERANCE",
     "REFINEMENT",
+    "RELATIONS",
     "SCALE_GRID",
     "SHARE_FRACTIONS",
     "SkellamCalibration",
@@ -40,10 +41,13 @@ __all__ = [
     "fewest_bits",
     "least_modulus",
     "least_mu",
+    "neighbour_shifts",
     "share_value_mass",
     "skellam_tail",
 ]
 
+NORM_TOLERANCE = 1e-9  # relative slack on the norm check (unit vectors normalised in floating point)
+RELATIONS = (Neighbouring.REPLACE_ONE, Neighbouring.ZERO_OUT)  # the relations `neighbour_shifts` bounds
 MAX_SHARES = 1024  # shares per coordinate: sums of m residues below 2^46 stay below 2^63
 SCALE_GRID = tuple(2.0**k for k in range(2, 21))  # candidate gamma * norm_bound, refined near the accuracy boundary
 REFINEMENT = (2.0**-0.75, 2.0**-0.5, 2.0**-0.25, 2.0**0.25, 2.0**0.5, 2.0**0.75, 2.0**1.25, 2.0**1.5, 2.0**1.75)
@@ -228,9 +232,9 @@ def candidates(
             radius = gamma * common["norm_bound"] * (1 + NORM_TOLERANCE)
             if not radius < MAX_SCALED_NORM:
                 continue
-            rounding = ConditionalRounding(radius, dimension, common["rejection_probability"])
+            rounding = RoundingAt(radius, dimension, common["rejection_probability"])
             relation, rows, weight = common["neighbouring"], common["label_rows"], common["count_weight"]
-            shifts = neighbour_shifts(rounding.squared_bound, dimension, gamma, relation, rows, weight)
+            shifts = neighbour_shifts(rounding.squared_norm_bound, dimension, gamma, relation, rows, weight)
             mu = least_mu(epsilon, noise_delta, shifts)
             modulus = least_modulus(n_users, rounding.coordinate_bound, mu, delta * wrap_fraction, dimension)
             if modulus > SPARSE_MAX_MODULUS:
@@ -238,6 +242,17 @@ def candidates(
             variance = (2 * mu + n_users / (4 * (1 - common["rejection_probability"]))) / gamma**2
             options.append((variance, gamma, mu, modulus, distance))
     return options
+
+
+def neighbour_shifts(
+    squared: int, dimension: int, scale: float, relation: Neighbouring, label_rows: int, count_weight: float
+) -> tuple[float, float]:
+    """L2 and L1 shift bounds: ``(Delta_2, Delta_1)`` for zero-out, twice that for replace-one, exact for labelled rows."""
+    if relation is not Neighbouring.REPLACE_ONE:
+        return root_up(squared), integer_l1_bound(squared, dimension)
+    if label_rows:
+        return labelled_row_shifts(squared, dimension, scale, label_rows, count_weight)
+    return 2 * root_up(squared), 2 * integer_l1_bound(squared, dimension)
 
 
 def least_mu(epsilon: float, noise_delta: float, shifts: tuple[float, float]) -> float:

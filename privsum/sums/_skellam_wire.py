@@ -57,7 +57,7 @@ class SkellamShareWire:
                 "use path='fast' or stream chunks",
                 f"{scaled.shape[0]} rows",
             )
-        rounded = self._rounding.round(scaled, generator, owner)  # type: ignore[attr-defined]
+        rounded = self._round_rows(scaled, generator)  # type: ignore[attr-defined]
         if check:
             self.check_participants(rounded.shape[0])
         rate = self.noise_mu / self.n_users

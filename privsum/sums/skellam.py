@@ -20,6 +20,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from privsum._conditional_rounding import (
+    MAX_DIMENSION,
+    MAX_SCALED_NORM,
+    RETRY_FAILURE_LOG2,
+    ConditionalRounding,
+    conditional_rounding_l2_bound,
+    conditional_rounding_squared_bound,
+)
 from privsum._random import RNGLike, as_generator
 from privsum._validation import check_array, check_choice, check_delta, check_integer, check_real, invalid
 from privsum.accounting import Neighbouring, PrivacyGuarantee
@@ -28,19 +36,15 @@ from privsum.shuffle import ShuffleProtocol
 from privsum.shuffle.protocol import EXECUTION_PATHS
 from privsum.shuffle.streaming import is_chunk_stream
 from privsum.sums._common import warn_if_fewer
-from privsum.sums._conditional_rounding import (
-    MAX_DIMENSION,
-    MAX_SCALED_NORM,
+from privsum.sums._skellam_search import (
+    MAX_SHARES,
     NORM_TOLERANCE,
     RELATIONS,
-    RETRY_FAILURE_LOG2,
-    ConditionalRounding,
-    conditional_rounding_l2_bound,
-    conditional_rounding_squared_bound,
-    l1_bound,
+    SkellamCalibration,
     neighbour_shifts,
+    share_value_mass,
+    skellam_tail,
 )
-from privsum.sums._skellam_search import MAX_SHARES, SkellamCalibration, share_value_mass, skellam_tail
 from privsum.sums._skellam_wire import MAX_FAITHFUL_MESSAGES, SkellamShareWire
 from privsum.sums.labelled_rows import check_label_parameters, check_labelled_rows
 from privsum.sums.sparse_shares import SPARSE_MAX_MODULUS
@@ -60,7 +64,7 @@ __all__ = [
 
 
 @dataclass(frozen=True, kw_only=True)
-class SkellamVectorSum(SkellamCalibration, SkellamShareWire, ShuffleProtocol):
+class SkellamVectorSum(SkellamCalibration, SkellamShareWire, ConditionalRounding, ShuffleProtocol):
     """Shuffled sum of real vectors of bounded L2 norm with Skellam noise and split-and-mix shares.
 
     User ``i`` holds ``x_i`` in ``R^d`` with ``||x_i||_2 <= c`` (``c = norm_bound``; larger norms
@@ -215,35 +219,10 @@ class SkellamVectorSum(SkellamCalibration, SkellamShareWire, ShuffleProtocol):
         """``c (1 + 1e-9)``: the largest norm accepted (the tolerance covers vectors normalised in floating point)."""
         return self.norm_bound * (1 + NORM_TOLERANCE)
 
-    @cached_property
-    def _rounding(self) -> ConditionalRounding:
-        """The users' conditional randomized rounding of ``gamma x`` (norms at most ``gamma c (1 + 1e-9)``)."""
-        return ConditionalRounding(self.scale * self.radius, self.dimension, self.rejection_probability)
-
     @property
-    def squared_norm_bound(self) -> int:
-        """``K``: every user's rounded, scaled vector has squared L2 norm at most this (enforced exactly)."""
-        return self._rounding.squared_bound
-
-    @property
-    def l2_bound(self) -> float:
-        """``Delta_2 = sqrt(K)`` (rounded up): every user's rounded, scaled vector has L2 norm at most this."""
-        return self._rounding.l2_bound
-
-    @property
-    def l1_bound(self) -> float:
-        """``Delta_1 = min(sqrt(d K), K)``: the rounded vector's L1 norm is at most this (``|a| <= a^2`` for integers)."""
-        return l1_bound(self.squared_norm_bound, self.dimension)
-
-    @property
-    def coordinate_bound(self) -> int:
-        """Largest absolute value of a rounded coordinate: ``min(floor(Delta_2), ceil(gamma c))``."""
-        return self._rounding.coordinate_bound
-
-    @property
-    def max_attempts(self) -> int:
-        """Rounding attempts before a user's randomizer raises: the least ``K`` with ``beta^K <= 2^-80``."""
-        return self._rounding.max_attempts
+    def _rounding_radius(self) -> float:
+        """``gamma c (1 + 1e-9)``: the largest norm of a user's scaled vector (what `ConditionalRounding` rounds)."""
+        return self.scale * self.radius
 
     @property
     def shift_bounds(self) -> tuple[float, float]:
@@ -403,7 +382,7 @@ class SkellamVectorSum(SkellamCalibration, SkellamShareWire, ShuffleProtocol):
         Raises:
             RuntimeError: a row still exceeds ``Delta_2`` after `max_attempts` attempts (probability at most 2^-80).
         """
-        return self._rounding.round(self._scaled_inputs(x), as_generator(rng, type(self).__name__), type(self).__name__)
+        return self._round_rows(self._scaled_inputs(x), as_generator(rng, type(self).__name__))
 
     def run(self, x: Any, *, rng: RNGLike = None, path: str = "fast") -> Any:
         """Run the protocol; the fast path samples the decoded noisy sum directly.

@@ -182,7 +182,7 @@ def test_rounding_respects_the_norm_bound_and_rejection_rate():
 
 def test_rounding_gives_up_instead_of_looping():
     protocol = _small()
-    protocol._rounding.__dict__["squared_bound"] = 0  # a bound no unit vector scaled by 8 can meet
+    protocol.__dict__["squared_norm_bound"] = 0  # a bound no unit vector scaled by 8 can meet
     with pytest.raises(RuntimeError, match="attempts"):
         protocol.round_vectors(_unit_rows(20, 3, 0), rng=0)
     assert protocol.max_attempts == math.ceil(80 / math.log2(1 / protocol.rejection_probability))

@@ -1,8 +1,9 @@
 """Conditional randomized rounding: unbiased integer rounding of a vector, resampled until its L2 norm is within a bound.
 
-`SkellamVectorSum` rounds every user's scaled vector this way, and `SkellamVectorSum.from_privacy`
-sizes its noise and modulus with the same bounds (`ConditionalRounding` at each candidate scale).
-The rounded vectors' shift between neighbours (`neighbour_shifts`) is what the noise must hide.
+`privsum.sums.SkellamVectorSum` rounds every user's scaled vector this way (it is a
+`ConditionalRounding`), and its ``from_privacy`` sizes the noise and the modulus with the same bounds
+(`RoundingAt` each candidate scale). A helper of the lowest layer, beside `privsum._user_inputs`'s
+unconditional `randomized_round`.
 """
 
 from __future__ import annotations
@@ -14,27 +15,22 @@ from functools import cached_property
 import numpy as np
 
 from privsum._validation import check_integer, check_real
-from privsum.accounting import Neighbouring
-from privsum.sums.labelled_rows import labelled_row_shifts
 
 __all__ = [
     "MAX_DIMENSION",
     "MAX_SCALED_NORM",
-    "NORM_TOLERANCE",
-    "RELATIONS",
     "RETRY_FAILURE_LOG2",
     "ConditionalRounding",
+    "RoundingAt",
     "conditional_rounding_l2_bound",
     "conditional_rounding_squared_bound",
-    "neighbour_shifts",
+    "integer_l1_bound",
     "root_up",
 ]
 
 MAX_DIMENSION = 2**24
 MAX_SCALED_NORM = 2.0**30  # gamma * c: squared norms of the rounded vectors, (gamma c + sqrt(d))^2, fit in int64
-NORM_TOLERANCE = 1e-9  # relative slack on the norm check (unit vectors normalised in floating point)
 RETRY_FAILURE_LOG2 = -80.0  # a user's rounding gives up with probability at most 2^-80 (counted in delta)
-RELATIONS = (Neighbouring.REPLACE_ONE, Neighbouring.ZERO_OUT)  # the relations `neighbour_shifts` bounds
 
 
 def conditional_rounding_squared_bound(radius: float, dimension: int, rejection_probability: float) -> int:
@@ -83,57 +79,52 @@ def root_up(value: float) -> float:
     return math.nextafter(math.sqrt(value), math.inf)
 
 
-def l1_bound(squared_norm_bound: int, dimension: int) -> float:
+def integer_l1_bound(squared_norm_bound: int, dimension: int) -> float:
     """``min(sqrt(d K), K)``, the square root rounded up: an integer vector's L1 norm (``|a| <= a^2``)."""
     return min(root_up(dimension * squared_norm_bound), float(squared_norm_bound))
 
 
-def neighbour_shifts(
-    squared: int, dimension: int, scale: float, relation: Neighbouring, label_rows: int, count_weight: float
-) -> tuple[float, float]:
-    """L2 and L1 shift bounds: ``(Delta_2, Delta_1)`` for zero-out, twice that for replace-one, exact for labelled rows."""
-    if relation is not Neighbouring.REPLACE_ONE:
-        return root_up(squared), l1_bound(squared, dimension)
-    if label_rows:
-        return labelled_row_shifts(squared, dimension, scale, label_rows, count_weight)
-    return 2 * root_up(squared), 2 * l1_bound(squared, dimension)
-
-
-@dataclass(frozen=True)
 class ConditionalRounding:
-    """Conditional randomized rounding of vectors in ``R^d`` of L2 norm at most ``radius``.
+    """Conditional randomized rounding of vectors in ``R^d`` of L2 norm at most ``_rounding_radius``, and its bounds.
 
     Every coordinate is rounded down or up at random, up with probability equal to its fractional
-    part (unbiased); a vector whose squared norm exceeds `squared_bound` is resampled, each attempt
-    failing with probability at most ``beta = rejection_probability``, at most `max_attempts` times.
+    part (unbiased); a vector whose squared norm exceeds `squared_norm_bound` is resampled, each
+    attempt failing with probability at most ``beta = rejection_probability``, at most
+    `max_attempts` times. A base class: `privsum.sums.SkellamVectorSum` rounds ``gamma x`` (its radius is
+    ``gamma c (1 + 1e-9)``); `RoundingAt` holds any radius (the calibration search's candidates).
     """
 
-    radius: float
+    _rounding_radius: float
     dimension: int
     rejection_probability: float
 
     @cached_property
-    def squared_bound(self) -> int:
-        """``K`` (`conditional_rounding_squared_bound`): every rounded vector's squared norm is at most this."""
-        return conditional_rounding_squared_bound(self.radius, self.dimension, self.rejection_probability)
+    def squared_norm_bound(self) -> int:
+        """``K``: every rounded vector has squared L2 norm at most this (enforced exactly)."""
+        return conditional_rounding_squared_bound(self._rounding_radius, self.dimension, self.rejection_probability)
 
     @property
     def l2_bound(self) -> float:
-        """``Delta_2 = sqrt(K)``, rounded up."""
-        return root_up(self.squared_bound)
+        """``Delta_2 = sqrt(K)`` (rounded up): every rounded vector has L2 norm at most this."""
+        return root_up(self.squared_norm_bound)
+
+    @property
+    def l1_bound(self) -> float:
+        """``Delta_1 = min(sqrt(d K), K)``: a rounded vector's L1 norm is at most this (``|a| <= a^2`` for integers)."""
+        return integer_l1_bound(self.squared_norm_bound, self.dimension)
 
     @property
     def coordinate_bound(self) -> int:
         """Largest absolute value of a rounded coordinate: ``min(floor(Delta_2), ceil(radius))``."""
-        return min(math.floor(self.l2_bound), math.ceil(self.radius))
+        return min(math.floor(self.l2_bound), math.ceil(self._rounding_radius))
 
     @property
     def max_attempts(self) -> int:
-        """Attempts before the rounding gives up: the least ``K`` with ``beta^K <= 2^-80``."""
+        """Rounding attempts before a user's randomizer raises: the least ``K`` with ``beta^K <= 2^-80``."""
         return math.ceil(-RETRY_FAILURE_LOG2 / -math.log2(self.rejection_probability))
 
-    def round(self, scaled: np.ndarray, generator: np.random.Generator, owner: str) -> np.ndarray:
-        """Every row of ``scaled`` (norms at most `radius`) rounded; rows resampled until within `squared_bound`.
+    def _round_rows(self, scaled: np.ndarray, generator: np.random.Generator) -> np.ndarray:
+        """Every row of ``scaled`` (norms at most the radius) rounded; rows resampled until within `squared_norm_bound`.
 
         Raises:
             RuntimeError: a row still exceeds the bound after `max_attempts` attempts (probability at most 2^-80).
@@ -141,7 +132,7 @@ class ConditionalRounding:
         floor = np.floor(scaled)
         fraction = scaled - floor
         rounded = (floor + (generator.random(scaled.shape) < fraction)).astype(np.int64)
-        limit = self.squared_bound
+        limit = self.squared_norm_bound
         pending = np.flatnonzero(np.einsum("ij,ij->i", rounded, rounded) > limit)
         for _ in range(self.max_attempts - 1):
             if pending.size == 0:
@@ -151,7 +142,16 @@ class ConditionalRounding:
             pending = pending[np.einsum("ij,ij->i", retry, retry) > limit]
         if pending.size:
             raise RuntimeError(
-                f"{owner}: conditional rounding of row {int(pending[0])} exceeded the L2 bound "
+                f"{type(self).__name__}: conditional rounding of row {int(pending[0])} exceeded the L2 bound "
                 f"{self.l2_bound:.6g} in {self.max_attempts} attempts (probability below 2^-80)."
             )
         return rounded
+
+
+@dataclass(frozen=True)
+class RoundingAt(ConditionalRounding):
+    """`ConditionalRounding` of vectors of norm at most ``_rounding_radius`` (one candidate scale of the search)."""
+
+    _rounding_radius: float
+    dimension: int
+    rejection_probability: float

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from privsum.sums.skellam import SkellamVectorSum
 
 __all__ = [
+    "COMMON_FIELDS",
     "MAX_SHARES",
     "NORM_TOLERANCE",
     "REFINEMENT",
@@ -38,6 +39,7 @@ __all__ = [
     "SHARE_FRACTIONS",
     "SkellamCalibration",
     "candidates",
+    "checked_common",
     "fewest_bits",
     "least_modulus",
     "least_mu",
@@ -48,6 +50,17 @@ __all__ = [
 
 NORM_TOLERANCE = 1e-9  # relative slack on the norm check (unit vectors normalised in floating point)
 RELATIONS = (Neighbouring.REPLACE_ONE, Neighbouring.ZERO_OUT)  # the relations `neighbour_shifts` bounds
+#: The protocol's fields that `from_privacy` takes from the caller (checked by `checked_common`, as the constructor checks them).
+COMMON_FIELDS = (
+    "n_users",
+    "dimension",
+    "norm_bound",
+    "delta",
+    "rejection_probability",
+    "neighbouring",
+    "label_rows",
+    "count_weight",
+)
 MAX_SHARES = 1024  # shares per coordinate: sums of m residues below 2^46 stay below 2^63
 SCALE_GRID = tuple(2.0**k for k in range(2, 21))  # candidate gamma * norm_bound, refined near the accuracy boundary
 REFINEMENT = (2.0**-0.75, 2.0**-0.5, 2.0**-0.25, 2.0**0.25, 2.0**0.5, 2.0**0.75, 2.0**1.25, 2.0**1.5, 2.0**1.75)
@@ -118,13 +131,21 @@ class SkellamCalibration:
         """
         owner = f"{cls.__name__}.from_privacy"
         epsilon = check_epsilon(epsilon, owner)
-        delta = check_delta(delta, owner, allow_zero=False)
-        n_users = check_integer(n_users, "n_users", owner, low=3)
-        dimension = check_integer(dimension, "dimension", owner, low=1, high=MAX_DIMENSION)
-        norm_bound = check_real(norm_bound, "norm_bound", owner, low=0.0, low_open=True)
-        relation = Neighbouring.parse(neighbouring, owner, RELATIONS)
+        common = checked_common(
+            {
+                "n_users": n_users,
+                "dimension": dimension,
+                "norm_bound": norm_bound,
+                "delta": delta,
+                "rejection_probability": rejection_probability,
+                "neighbouring": neighbouring,
+                "label_rows": label_rows,
+                "count_weight": count_weight,
+            },
+            owner,
+        )
+        n_users, dimension, norm_bound, delta = common["n_users"], common["dimension"], common["norm_bound"], common["delta"]
         check_choice(calibration, "calibration", owner, ("tight",))
-        beta = check_real(rejection_probability, "rejection_probability", owner, low=0.0, high=0.5, low_open=True)
         wrap_fraction = check_real(wrap_delta_fraction, "wrap_delta_fraction", owner, low=0.0, high=0.5, low_open=True)
         allowance = check_real(variance_allowance, "variance_allowance", owner, low=0.0, high=1.0)
         if share_delta_fraction is None:
@@ -133,17 +154,6 @@ class SkellamCalibration:
             fractions = (check_real(share_delta_fraction, "share_delta_fraction", owner, low=0.0, high=0.5, low_open=True),)
         if not delta * (1 - max(fractions) - wrap_fraction) - 2.0**RETRY_FAILURE_LOG2 > 0:
             raise invalid("delta", owner, "above 2^-80 (the rounding's failure probability)", delta)
-        label_rows, count_weight = check_label_parameters(label_rows, count_weight, dimension, norm_bound, owner)
-        common = {
-            "n_users": n_users,
-            "dimension": dimension,
-            "norm_bound": norm_bound,
-            "delta": delta,
-            "rejection_probability": beta,
-            "neighbouring": relation,
-            "label_rows": label_rows,
-            "count_weight": count_weight,
-        }
         if scale is None:
             scales = [g / norm_bound for g in SCALE_GRID]
         else:
@@ -217,6 +227,30 @@ def share_value_mass(rate: float, modulus: int) -> float:
     peak = float(ive(0, min(2 * rate, _LARGEST_BESSEL_ARGUMENT)))  # e^-x I_0(x) falls with x: capping x is safe
     mass = peak * (1 + 1e-9) + 2 * math.exp(-exponent)
     return min(1.0, mass) if math.isfinite(mass) else 1.0  # 1: the worst case over inputs, always safe
+
+
+def checked_common(values: dict[str, Any], owner: str) -> dict[str, Any]:
+    """The `COMMON_FIELDS` of ``values`` checked, the relation parsed and the labelled-row parameters normalised.
+
+    One check for `from_privacy` (before its search) and the protocol's constructor.
+    """
+    n_users = check_integer(values["n_users"], "n_users", owner, low=3)
+    dimension = check_integer(values["dimension"], "dimension", owner, low=1, high=MAX_DIMENSION)
+    norm_bound = check_real(values["norm_bound"], "norm_bound", owner, low=0.0, low_open=True)
+    delta = check_delta(values["delta"], owner, allow_zero=False)
+    beta = check_real(values["rejection_probability"], "rejection_probability", owner, low=0.0, high=0.5, low_open=True)
+    relation = Neighbouring.parse(values["neighbouring"], owner, RELATIONS)
+    rows = check_label_parameters(values["label_rows"], values["count_weight"], dimension, norm_bound, owner)
+    return {
+        "n_users": n_users,
+        "dimension": dimension,
+        "norm_bound": norm_bound,
+        "delta": delta,
+        "rejection_probability": beta,
+        "neighbouring": relation,
+        "label_rows": rows[0],
+        "count_weight": rows[1],
+    }
 
 
 def candidates(

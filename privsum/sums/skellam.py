@@ -29,7 +29,7 @@ from privsum._conditional_rounding import (
     conditional_rounding_squared_bound,
 )
 from privsum._random import RNGLike, as_generator
-from privsum._validation import check_array, check_choice, check_delta, check_integer, check_real, invalid
+from privsum._validation import check_array, check_choice, check_integer, check_real, invalid
 from privsum.accounting import Neighbouring, PrivacyGuarantee
 from privsum.accounting.skellam import SkellamEvent
 from privsum.shuffle import ShuffleProtocol
@@ -37,16 +37,17 @@ from privsum.shuffle.protocol import EXECUTION_PATHS
 from privsum.shuffle.streaming import is_chunk_stream
 from privsum.sums._common import warn_if_fewer
 from privsum.sums._skellam_search import (
+    COMMON_FIELDS,
     MAX_SHARES,
     NORM_TOLERANCE,
-    RELATIONS,
     SkellamCalibration,
+    checked_common,
     neighbour_shifts,
     share_value_mass,
     skellam_tail,
 )
 from privsum.sums._skellam_wire import MAX_FAITHFUL_MESSAGES, SkellamShareWire
-from privsum.sums.labelled_rows import check_label_parameters, check_labelled_rows
+from privsum.sums.labelled_rows import check_labelled_rows
 from privsum.sums.sparse_shares import SPARSE_MAX_MODULUS
 from privsum.sums.split_and_mix import share_distance_bound
 
@@ -180,20 +181,13 @@ class SkellamVectorSum(SkellamCalibration, SkellamShareWire, ConditionalRounding
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
-        n_users = check_integer(self.n_users, "n_users", owner, low=3)
-        check_integer(self.dimension, "dimension", owner, low=1, high=MAX_DIMENSION)
-        check_real(self.norm_bound, "norm_bound", owner, low=0.0, low_open=True)
+        common = checked_common({name: getattr(self, name) for name in COMMON_FIELDS}, owner)
+        for name in ("neighbouring", "label_rows", "count_weight"):
+            object.__setattr__(self, name, common[name])
         check_real(self.scale, "scale", owner, low=0.0, low_open=True)
         check_real(self.noise_mu, "noise_mu", owner, low=0.0, low_open=True)
         check_integer(self.n_shares, "n_shares", owner, low=2, high=MAX_SHARES)
         check_integer(self.modulus, "modulus", owner, low=2, high=SPARSE_MAX_MODULUS)
-        check_delta(self.delta, owner, allow_zero=False)
-        check_real(self.rejection_probability, "rejection_probability", owner, low=0.0, high=0.5, low_open=True)
-        relation = Neighbouring.parse(self.neighbouring, owner, RELATIONS)
-        object.__setattr__(self, "neighbouring", relation)
-        rows = check_label_parameters(self.label_rows, self.count_weight, self.dimension, self.norm_bound, owner)
-        object.__setattr__(self, "label_rows", rows[0])
-        object.__setattr__(self, "count_weight", rows[1])
         if not self.radius * self.scale < MAX_SCALED_NORM:
             raise invalid("scale", owner, "such that scale * norm_bound < 2^30 (integer norms must fit in 64 bits)", self.scale)
         if not self.wrap_probability() + 2.0**RETRY_FAILURE_LOG2 < self.delta:
@@ -201,7 +195,7 @@ class SkellamVectorSum(SkellamCalibration, SkellamShareWire, ConditionalRounding
                 "modulus",
                 owner,
                 f"large enough that the noisy sum wraps with probability below delta={self.delta:g} "
-                f"(the bound is {self.wrap_probability():.3g} for n_users={n_users})",
+                f"(the bound is {self.wrap_probability():.3g} for n_users={common['n_users']})",
                 self.modulus,
             )
         if not math.isfinite(self.event.guarantee.epsilon):

@@ -9,6 +9,10 @@ knows each share's coordinate by its position. The analyzer sums the shares of
 each coordinate modulo ``q``, centres the residue and divides by ``gamma``. Up to the split-and-mix
 statistical distance, the analyzer sees the central Skellam mechanism on the sum of the rounded
 vectors: Gaussian-like noise calibrated to the **L2** sensitivity.
+
+The class holds the parameters, the guarantee and the costs; it mixes in its calibration search
+(`privsum.sums._skellam_search`), its parties' shares and their decoding (`privsum.sums._skellam_wire`)
+and the conditional rounding with its norm bounds (`privsum._conditional_rounding`).
 """
 
 from __future__ import annotations

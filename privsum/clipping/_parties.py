@@ -29,8 +29,7 @@ class ClippedPartyHooks:
         width = self.n_sub_domains  # type: ignore[attr-defined]
         caps = [protocol.sender_cap(n_instances // width, exceed_probability / width)
                 for protocol in self.instances]  # type: ignore[attr-defined]
-        return SenderCap(max(cap.per_instance for cap in caps), sum(cap.total for cap in caps),
-                         min(1.0, sum(cap.exceed_probability for cap in caps)))
+        return merged_caps(caps)
 
     def encode_users(self, x: Any, *, rng: RNGLike = None) -> tuple[MessageBatch, np.ndarray]:
         """Each sub-domain instance's messages of each user, merged user by user."""
@@ -78,8 +77,7 @@ class SparseAggregationPartyHooks:
         share = exceed_probability / (1 + self.n_levels)  # type: ignore[attr-defined]
         caps = [self.count.sender_cap(self.n_levels, share)]  # type: ignore[attr-defined]
         caps += [level.sender_cap(self.dimension, share) for level in self.levels]  # type: ignore[attr-defined]
-        return SenderCap(max(cap.per_instance for cap in caps), sum(cap.total for cap in caps),
-                         min(1.0, sum(cap.exceed_probability for cap in caps)))
+        return merged_caps(caps)
 
     def encode_users(self, x: Any, *, rng: RNGLike = None) -> tuple[MessageBatch, np.ndarray]:
         """Each instance protocol's messages of each user, merged user by user."""
@@ -89,6 +87,12 @@ class SparseAggregationPartyHooks:
         parts = [(protocol, columns, lambda local, offset=offset: local + offset)
                  for (protocol, columns), offset in zip(self._pairs(values), offsets, strict=True)]  # type: ignore[attr-defined]
         return merged_users(parts, values.shape[0], self._n_instances, generator)  # type: ignore[attr-defined]
+
+
+def merged_caps(caps: list[SenderCap]) -> SenderCap:
+    """The cap of several instance protocols run side by side: the largest per instance, the totals and chances added."""
+    return SenderCap(max(cap.per_instance for cap in caps), sum(cap.total for cap in caps),
+                     min(1.0, sum(cap.exceed_probability for cap in caps)))
 
 
 def merged_users(parts: list, n_users: int, n_instances: int, generator: np.random.Generator) -> tuple[MessageBatch, np.ndarray]:

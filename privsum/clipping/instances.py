@@ -41,15 +41,18 @@ __all__ = [
     "InstanceProtocol",
     "NoisySums",
     "basic_or_none",
+    "check_instance",
     "check_instance_participants",
     "check_noise_ratio",
     "check_participant_count",
     "choose_instance",
     "data_messages",
     "decode_total",
+    "instance_estimates",
     "instance_messages",
     "instance_shift",
     "instance_views",
+    "largest_cap",
     "noise_messages",
     "noise_ratio",
     "noise_scale",
@@ -59,6 +62,7 @@ __all__ = [
     "stated_under",
     "sub_domain_index",
     "touched_parts",
+    "unsendable_values",
     "upper_tail_threshold",
     "wrap_probability",
 ]
@@ -253,6 +257,14 @@ class NoisySums:
         return NoisySums(self.totals + other.totals)
 
 
+def check_instance(protocol: Any, *, domain: int, n_users: int, name: str, owner: str, constraint: str) -> None:
+    """Refuse all but an unclipped instance protocol with this ``domain`` and ``n_users`` (``constraint`` says so in words)."""
+    if not isinstance(protocol, (CorrelatedNoiseSum, SparseMultiMessageSum)):
+        raise invalid(name, owner, "CorrelatedNoiseSum or SparseMultiMessageSum protocols", type(protocol).__name__)
+    if protocol.domain != domain or protocol.n_users != n_users or protocol.clip:
+        raise invalid(name, owner, constraint, protocol)
+
+
 def check_instance_participants(n_participants: int, n_users: int, instances: Any, owner: str) -> None:
     """Warn when fewer than ``n_users`` take part; raise when more do and a BBGN20 instance's modulus is sized for ``n_users``."""
     has_shares = any(isinstance(p, SparseMultiMessageSum) for p in instances)
@@ -332,6 +344,30 @@ def instance_views(
         np.concatenate([p[2] for p in parts]),
         n_instances,
     )
+
+
+def unsendable_values(protocol: InstanceProtocol, values: np.ndarray) -> np.ndarray:
+    """Where ``values`` are not messages the instance can send (BBGN20: residues ``0..q-1``; GKMPS21: ``+-1..+-D``)."""
+    if isinstance(protocol, SparseMultiMessageSum):
+        return (values < 0) | (values >= protocol.modulus)
+    return (values == 0) | (np.abs(values) > protocol.levels)
+
+
+def instance_estimates(
+    protocol: InstanceProtocol, local: np.ndarray, values: np.ndarray, counts: np.ndarray, size: int
+) -> np.ndarray:
+    """The instance's analyzer on its part of a sparse view: ``size`` instances, with ``local`` ids in ``0..size-1``."""
+    if isinstance(protocol, SparseMultiMessageSum):
+        return protocol.analyze(SparseMessageHistogram(local, values, counts, size))
+    width = 2 * protocol.levels + 1
+    dense = np.bincount(local * width + values + protocol.levels, weights=counts, minlength=size * width)
+    dense = np.delete(dense.reshape(size, width).astype(np.int64), protocol.levels, axis=1)
+    return protocol.analyze(MessageHistogram(dense, protocol.alphabet))
+
+
+def largest_cap(instances: Any, tail_probability: float) -> int:
+    """The largest of the instances' per-sender caps (a shuffler caps every instance tag of a composite alike)."""
+    return max(p.per_sender_message_cap(tail_probability) for p in instances)
 
 
 def sparse_view(messages: Any, owner: str) -> SparseMessageHistogram:

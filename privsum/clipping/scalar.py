@@ -11,7 +11,9 @@ error is proportional to the data's own maximum rather than to ``U``.
 
 
 Also here: the baselines over the full domain (`full_domain_correlated_sum`,
-`full_domain_multi_message_sum`); the helpers the clipped sums share are in
+`full_domain_multi_message_sum`). Routing values to the sub-domain instances and reading their
+views back is `privsum.clipping.sub_domains`; the threshold rule `privsum.clipping.threshold_rule`;
+the budget per instance `privsum.clipping.calibration`; the helpers the clipped sums share are in
 `privsum.clipping.instances`, the central-DP references in `privsum.clipping.central`.
 """
 
@@ -30,8 +32,11 @@ from privsum._user_inputs import check_has_users, randomized_round
 from privsum.accounting import Neighbouring, ParallelEvent, PrivacyEvent
 from privsum.clipping import instances as shared
 from privsum.clipping._parties import ClippedPartyHooks
+from privsum.clipping.calibration import sub_domain_instances
 from privsum.clipping.instances import CLIPPED_RELATIONS, INSTANCE_METHODS, InstanceProtocol, NoisySums
-from privsum.shuffle import EXECUTION_PATHS, MessageBatch, MessageHistogram, ShuffleProtocol
+from privsum.clipping.sub_domains import SubDomainColumns
+from privsum.clipping.threshold_rule import empty_pass_probabilities, last_passing, sub_domain_thresholds
+from privsum.shuffle import EXECUTION_PATHS, MessageBatch, ShuffleProtocol
 from privsum.shuffle.noise import discrete_laplace_variance
 from privsum.shuffle.robustness import check_malicious
 from privsum.shuffle.sparse import SparseMessageHistogram
@@ -69,7 +74,7 @@ class ClippedSumResult:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ClippedSum(ClippedPartyHooks, shared.InstanceParticipation, ShuffleProtocol):
+class ClippedSum(ClippedPartyHooks, SubDomainColumns, shared.InstanceParticipation, ShuffleProtocol):
     """One-round shuffled sum of integers in ``{0..U}`` with an instance-optimal clipping threshold.
 
     Inputs ``(n_users,)`` or ``(n_users, k)`` (``k`` independent sums, e.g. coordinates).
@@ -183,14 +188,8 @@ class ClippedSum(ClippedPartyHooks, shared.InstanceParticipation, ShuffleProtoco
                 "instances", owner, f"{domain.bit_length()} protocols (log2 U + 1)", f"{len(instances)} protocols"
             )
         for j, protocol in enumerate(instances):
-            if not isinstance(protocol, (CorrelatedNoiseSum, SparseMultiMessageSum)):
-                raise checks.invalid(
-                    "instances", owner, "CorrelatedNoiseSum or SparseMultiMessageSum protocols", type(protocol).__name__
-                )
-            if protocol.domain != 2**j or protocol.n_users != n_users or protocol.clip:
-                raise checks.invalid(
-                    "instances", owner, f"instance {j} with domain 2^{j}, n_users={n_users} and clip=False", protocol
-                )
+            constraint = f"instance {j} with domain 2^{j}, n_users={n_users} and clip=False"
+            shared.check_instance(protocol, domain=2**j, n_users=n_users, name="instances", owner=owner, constraint=constraint)
         object.__setattr__(self, "instances", instances)
         checks.check_probability(self.failure_probability, "failure_probability", owner, allow_zero=False)
         if self.resolution is not None:
@@ -237,17 +236,13 @@ class ClippedSum(ClippedPartyHooks, shared.InstanceParticipation, ShuffleProtoco
             raise checks.invalid("domain", owner, "a power of two", domain)
         checks.check_choice(calibration, "calibration", owner, ("analytic",))
         method = checks.check_choice(method, "method", owner, INSTANCE_METHODS)
-        instances = tuple(
-            shared.choose_instance(
-                # margins: BBGN20 recomputes epsilon and delta in floating point (relative error ~1e-12)
-                epsilon=epsilon / parts * (1 - 1e-9),
-                delta=delta / parts * (1 - 1e-9),
-                n_users=n_users,
-                domain=2**j,
-                method=method,
-                max_correlated_domain=max_correlated_domain,
-            )
-            for j in range(domain.bit_length())
+        instances = sub_domain_instances(
+            epsilon / parts,
+            delta / parts,
+            n_users=n_users,
+            domain=domain,
+            method=method,
+            max_correlated_domain=max_correlated_domain,
         )
         return cls(
             n_users=n_users,
@@ -259,11 +254,6 @@ class ClippedSum(ClippedPartyHooks, shared.InstanceParticipation, ShuffleProtoco
         )
 
     # ----------------------------------------------------------------- description
-    @property
-    def n_sub_domains(self) -> int:
-        """``log2 U + 1``."""
-        return len(self.instances)
-
     @property
     def event(self) -> ParallelEvent:
         """The instances in parallel, two touched per replace-one change, one per zero-out change."""
@@ -292,34 +282,14 @@ class ClippedSum(ClippedPartyHooks, shared.InstanceParticipation, ShuffleProtoco
             data += shared.data_messages(protocol) * ((sub == j) & (values != 0))
         return sum(shared.noise_messages(p) for p in self.instances) + float(data.mean())
 
-    def bits_per_message(self, n_instances: int = 1) -> int:
-        """Instance tag (``n_instances (log2 U + 1)`` instances) plus the widest instance's value bits."""
-        n_instances = checks.check_integer(n_instances, "n_instances", type(self).__name__, low=1)
-        total = n_instances * self.n_sub_domains
-        tag_bits = math.ceil(math.log2(total)) if total > 1 else 0
-        return tag_bits + max(p.bits_per_message(1) for p in self.instances)
-
     @cached_property
     def thresholds(self) -> np.ndarray:
         """``T_j`` per sub-domain (integer units): an empty sub-domain reaches it w.p. at most ``beta / (log2 U + 1)``."""
-        share = self.failure_probability / self.n_sub_domains
-        result = []
-        for protocol in self.instances:
-            budget = share - shared.wrap_probability(protocol)
-            if not budget > 0:
-                raise checks.invalid(
-                    "failure_probability", type(self).__name__, "larger than the instances' wrap-around chance", share
-                )
-            result.append(shared.noise_scale(protocol) * shared.upper_tail_threshold(shared.noise_ratio(protocol), budget))
-        return np.array(result, dtype=float)
+        return sub_domain_thresholds(self.instances, self.failure_probability, type(self).__name__)
 
     def empty_pass_probability(self) -> np.ndarray:
         """Exact chance that an empty sub-domain's estimate reaches its threshold (GKMPS21), or a bound (BBGN20)."""
-        result = []
-        for protocol, threshold in zip(self.instances, self.thresholds, strict=True):
-            ratio, t = shared.noise_ratio(protocol), round(threshold / shared.noise_scale(protocol))
-            result.append(ratio**t / (1 + ratio) + shared.wrap_probability(protocol))
-        return np.array(result)
+        return empty_pass_probabilities(self.instances, self.thresholds)
 
     def sub_domain_variances(self) -> np.ndarray:
         """Variance of each ``S_j``'s noise (integer units, without rounding)."""
@@ -347,10 +317,6 @@ class ClippedSum(ClippedPartyHooks, shared.InstanceParticipation, ShuffleProtoco
         rounded = randomized_round(array / self.resolution, rng)
         return np.minimum(rounded, self.domain).reshape(array.shape[0], -1)  # x/res <= U, so the cap never binds
 
-    def _columns(self, values: np.ndarray) -> list[np.ndarray]:
-        sub = shared.sub_domain_index(values)
-        return [np.where(sub == j, values, 0) for j in range(self.n_sub_domains)]
-
     # ----------------------------------------------------------------- participation
     @property
     def _participating_instances(self) -> tuple[InstanceProtocol, ...]:
@@ -362,37 +328,6 @@ class ClippedSum(ClippedPartyHooks, shared.InstanceParticipation, ShuffleProtoco
         """
         events = tuple(shared.stated_under(p.event_for_participants(n_participants), self.neighbouring) for p in self.instances)
         return shared.parallel_event_or_none(events, parts_per_user=shared.touched_parts(self.neighbouring))
-
-    # ----------------------------------------------------------------- roles (values validated, participants not checked)
-    def _pairs(self, values: np.ndarray) -> list[tuple[InstanceProtocol, np.ndarray]]:
-        return list(zip(self.instances, self._columns(values), strict=True))
-
-    def messages_of(self, values: np.ndarray, rng: np.random.Generator) -> MessageBatch:
-        """Messages of validated integer inputs ``(n, k)``, with no participant check (for composite protocols)."""
-        batches = shared.instance_messages(self._pairs(values), rng)
-        n_instances = values.shape[1] * self.n_sub_domains
-        return MessageBatch(
-            np.concatenate([b.instances * self.n_sub_domains + j for j, b in enumerate(batches)]),
-            np.concatenate([b.values for b in batches]),
-            n_instances=n_instances,
-        )
-
-    def message_view_of(self, values: np.ndarray, rng: np.random.Generator, path: str) -> SparseMessageHistogram:
-        """The sparse message view of validated integer inputs, each instance's view on ``path``; no participant check."""
-        width = self.n_sub_domains
-        return shared.instance_views(self._pairs(values), rng, path, values.shape[1] * width, lambda j, local: local * width + j)
-
-    def noisy_sums_of(self, values: np.ndarray, rng: np.random.Generator) -> NoisySums:
-        """Every (column, sub-domain) instance's noisy total (`~privsum.clipping.instances.noisy_total`) for validated integers.
-
-        Shape ``(k, log2 U + 1)``.
-        """
-        return NoisySums(np.stack([shared.noisy_total(p, c, rng) for p, c in self._pairs(values)], axis=1))
-
-    def partial_of(self, values: np.ndarray, rng: np.random.Generator, path: str) -> PartialView:
-        """`partial_view` of validated integer inputs (``"fast"``: `NoisySums`; ``"faithful"``: the message view)."""
-        view = self.message_view_of(values, rng, "faithful") if path == "faithful" else self.noisy_sums_of(values, rng)
-        return PartialView(view, values.shape[0])
 
     # ----------------------------------------------------------------- roles
     def randomize(self, x: Any, *, rng: RNGLike = None) -> MessageBatch:
@@ -420,26 +355,9 @@ class ClippedSum(ClippedPartyHooks, shared.InstanceParticipation, ShuffleProtoco
         generator = as_generator(rng, owner)
         return self.partial_of(self._inputs(chunk, generator), generator, path)
 
-    def view(self, messages: SparseMessageHistogram | MessageBatch) -> SparseMessageHistogram:  # type: ignore[override]
-        """The sparse view of a batch, checked: every value must be one its instance can send."""
-        owner = type(self).__name__
-        messages = shared.sparse_view(messages, owner)
-        if messages.n_instances % self.n_sub_domains:
-            raise checks.invalid("view", owner, f"a multiple of {self.n_sub_domains} instances", messages.n_instances)
-        sub = messages.instances % self.n_sub_domains
-        for j, protocol in enumerate(self.instances):
-            values = messages.values[sub == j]
-            if isinstance(protocol, SparseMultiMessageSum):
-                bad = (values < 0) | (values >= protocol.modulus)
-            else:
-                bad = (values == 0) | (np.abs(values) > protocol.levels)
-            if np.any(bad):
-                raise checks.invalid("view", owner, f"values its instance {j} can send", int(values[bad][0]))
-        return messages
-
     def _message_cap(self, tail_probability: float) -> int:
         """The largest sub-domain instance's cap (a shuffler caps every instance tag alike)."""
-        return max(p.per_sender_message_cap(tail_probability) for p in self.instances)
+        return shared.largest_cap(self.instances, tail_probability)
 
     def sub_domain_manipulation_bounds(self, n_malicious: int, *, cap: int | None = None) -> np.ndarray:
         """``A_j``: the largest shift of ``S_j`` by ``n_malicious`` senders of ``cap`` messages per instance (integer units)."""
@@ -462,36 +380,10 @@ class ClippedSum(ClippedPartyHooks, shared.InstanceParticipation, ShuffleProtoco
         unit = 1.0 if self.resolution is None else self.resolution
         return unit * float(attack[0] + np.sum(attack[1:] + self.thresholds[1:]))
 
-    def sub_domain_estimates(self, view: SparseMessageHistogram | MessageBatch | NoisySums) -> np.ndarray:
-        """``S_j`` per column and sub-domain, each by its own instance's analyzer: shape ``(k, log2 U + 1)``."""
-        if isinstance(view, NoisySums):
-            if view.totals.ndim != 2 or view.totals.shape[1] != self.n_sub_domains:
-                raise checks.invalid(
-                    "view", type(self).__name__, f"NoisySums of shape (k, {self.n_sub_domains})", view.totals.shape
-                )
-            return np.stack([shared.decode_total(p, view.totals[:, j]) for j, p in enumerate(self.instances)], axis=1)
-        sparse = self.view(view)
-        n_columns = sparse.n_instances // self.n_sub_domains
-        sub = sparse.instances % self.n_sub_domains
-        estimates = np.zeros((n_columns, self.n_sub_domains))
-        for j, protocol in enumerate(self.instances):
-            mine = sub == j
-            local, values, counts = sparse.instances[mine] // self.n_sub_domains, sparse.values[mine], sparse.counts[mine]
-            if isinstance(protocol, SparseMultiMessageSum):
-                estimates[:, j] = protocol.analyze(SparseMessageHistogram(local, values, counts, n_columns))
-            else:
-                width = 2 * protocol.levels + 1
-                dense = np.bincount(local * width + values + protocol.levels, weights=counts, minlength=n_columns * width)
-                dense = np.delete(dense.reshape(n_columns, width).astype(np.int64), protocol.levels, axis=1)
-                estimates[:, j] = protocol.analyze(MessageHistogram(dense, protocol.alphabet))
-        return estimates
-
     def combine(self, sub_domain_estimates: np.ndarray) -> ClippedSumResult:
         """The threshold rule and the clipped sum, from the sub-domain estimates (post-processing)."""
         estimates = np.asarray(sub_domain_estimates, dtype=float)
-        passed = estimates >= self.thresholds[None, :]
-        last = self.n_sub_domains - 1 - np.argmax(passed[:, ::-1], axis=1)
-        clipping_index = np.where(passed.any(axis=1), last, 0)
+        passed, clipping_index = last_passing(estimates, self.thresholds)
         keep = np.arange(self.n_sub_domains)[None, :] <= clipping_index[:, None]
         unit = 1.0 if self.resolution is None else self.resolution
         return ClippedSumResult(

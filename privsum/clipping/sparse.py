@@ -17,12 +17,14 @@ import numpy as np
 from privsum import _validation as checks
 from privsum._random import RNGLike, as_generator
 from privsum._user_inputs import check_has_users
-from privsum.accounting import GuaranteeEvent, Neighbouring, ParallelEvent, PrivacyEvent, PrivacyGuarantee, basic_composition
-from privsum.accounting.budget import BACKING_RTOL, COMPOSITIONS, compose_like_budget, composition_backs, per_mechanism_budget
+from privsum.accounting import GuaranteeEvent, PrivacyEvent, PrivacyGuarantee
+from privsum.accounting.budget import COMPOSITIONS
 from privsum.clipping import instances as shared
 from privsum.clipping._parties import SparseAggregationPartyHooks
+from privsum.clipping.calibration import composition_for, level_event_for_participants, levels_back_headline, split_level_budget
 from privsum.clipping.instances import INSTANCE_METHODS, InstanceProtocol, NoisySums
-from privsum.shuffle import EXECUTION_PATHS, MessageBatch, MessageHistogram, ShuffleProtocol
+from privsum.clipping.threshold_rule import last_passing, level_thresholds
+from privsum.shuffle import EXECUTION_PATHS, MessageBatch, ShuffleProtocol
 from privsum.shuffle.robustness import check_malicious
 from privsum.shuffle.sparse import SparseMessageHistogram
 from privsum.shuffle.streaming import PartialView
@@ -109,19 +111,13 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, shared.InstancePartic
         levels = tuple(self.levels)
         if len(levels) != expected_levels:
             raise checks.invalid("levels", owner, f"{expected_levels} protocols (ceil(log2 d) + 1)", f"{len(levels)} protocols")
+        constraint = f"bit-count protocols (domain 1) for n_users={n_users}, clip=False"
         for protocol in (self.count, *levels):
-            if not isinstance(protocol, (SparseMultiMessageSum, CorrelatedNoiseSum)):
-                raise checks.invalid(
-                    "levels", owner, "CorrelatedNoiseSum or SparseMultiMessageSum protocols", type(protocol).__name__
-                )
-            if protocol.domain != 1 or protocol.n_users != n_users or protocol.clip:
-                raise checks.invalid(
-                    "levels", owner, f"bit-count protocols (domain 1) for n_users={n_users}, clip=False", protocol
-                )
+            shared.check_instance(protocol, domain=1, n_users=n_users, name="levels", owner=owner, constraint=constraint)
         object.__setattr__(self, "levels", levels)
         if not isinstance(self.headline, PrivacyGuarantee):
             raise checks.invalid("headline", owner, "a PrivacyGuarantee", self.headline)
-        if not self._headline_is_backed(dimension):
+        if not levels_back_headline(self.headline, self.count, levels, dimension):
             raise checks.invalid("headline", owner, "backed by the count and level protocols' guarantees", self.headline)
         checks.check_probability(self.failure_probability, "failure_probability", owner, allow_zero=False)
         checks.check_choice(self.composition, "composition", owner, COMPOSITIONS)
@@ -155,79 +151,24 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, shared.InstancePartic
         epsilon = checks.check_epsilon(epsilon, owner)
         delta = checks.check_delta(delta, owner, allow_zero=False)
         dimension = checks.check_integer(dimension, "dimension", owner, low=1)
-        calibration = checks.check_choice(calibration, "calibration", owner, ("analytic", "tight"))
+        composition = composition_for(calibration, owner)
         count_fraction = checks.check_real(
             count_fraction, "count_fraction", owner, low=0.0, high=1.0, low_open=True, high_open=True
         )
         method = checks.check_choice(method, "method", owner, INSTANCE_METHODS)
         n_users = checks.check_integer(n_users, "n_users", owner, low=2)
-        composition = "advanced" if calibration == "analytic" else "tight"
         renamed = {name: name for name in ("n_users", "method", "dimension", "failure_probability")}
         with checks.refusals_as(owner, renamed, derived_from=("epsilon", epsilon)):
-            return cls._calibrated(epsilon, delta, n_users, dimension, composition, count_fraction, method, failure_probability)
-
-    @classmethod
-    def _calibrated(
-        cls,
-        epsilon: float,
-        delta: float,
-        n_users: int,
-        dimension: int,
-        composition: str,
-        count_fraction: float,
-        method: str,
-        failure_probability: float,
-    ) -> SparseVectorAggregation:
-        level_epsilon, level_delta = epsilon / 2, delta / 2 * (1 - 1e-9)
-        count_epsilon, count_delta = count_fraction * level_epsilon, count_fraction * level_delta
-        block_epsilon, block_delta = level_epsilon - count_epsilon, level_delta - count_delta
-        margin = 1 - 1e-9  # BBGN20 recomputes its epsilon and delta in floating point (relative error ~1e-12)
-        count = shared.choose_instance(
-            epsilon=count_epsilon * margin, delta=count_delta * margin, n_users=n_users, domain=1, method=method
-        )
-        levels, level_guarantees = [], []
-        for j in range(max(1, dimension - 1).bit_length() + 1):
-            touched = min(2**j, dimension)
-            epsilon0, delta0, block = per_mechanism_budget(block_epsilon, block_delta, touched, composition)
-            levels.append(
-                shared.choose_instance(epsilon=epsilon0 * margin, delta=delta0 * margin, n_users=n_users, domain=1, method=method)
+            count, levels, headline = split_level_budget(epsilon, delta, n_users, dimension, composition, count_fraction, method)
+            return cls(
+                n_users=n_users,
+                dimension=dimension,
+                count=count,
+                levels=tuple(levels),
+                headline=headline,
+                failure_probability=failure_probability,
+                composition=composition,
             )
-            level_guarantees.append(basic_composition([count.guarantee, block]))
-        headline = ParallelEvent(tuple(GuaranteeEvent(g) for g in level_guarantees), parts_per_user=2).guarantee
-        return cls(
-            n_users=n_users,
-            dimension=dimension,
-            count=count,
-            levels=tuple(levels),
-            headline=headline,
-            failure_probability=failure_probability,
-            composition=composition,
-        )
-
-    def _headline_is_backed(self, dimension: int) -> bool:
-        """Whether every level (its count and its ``min(2^j, d)`` touched coordinates) fits half the headline.
-
-        A user's change touches two levels (parallel composition, ``parts_per_user=2``); in each,
-        the count protocol and the level protocol over the touched coordinates compose basically.
-        """
-        headline, count = self.headline, self.count.guarantee
-        if not headline.is_finite:
-            return True
-        if not (headline.neighbouring == Neighbouring.REPLACE_ONE and count.is_finite):
-            return False
-        half = (headline.epsilon / 2.0 - count.epsilon, headline.delta / 2.0 - count.delta)
-        if not (half[0] > 0.0 and half[1] >= 0.0):
-            return False
-        target = PrivacyGuarantee(half[0] * (1.0 + BACKING_RTOL), min(half[1] * (1.0 + BACKING_RTOL), 1.0 - 1e-12))
-        for j, level in enumerate(self.levels):
-            touched = min(2**j, dimension)
-            single = level.guarantee
-            pld = GuaranteeEvent(single).pld if single.is_finite else None
-            if not composition_backs(
-                single, touched, target, None if pld is None else lambda p=pld, t=touched: p().self_compose(t)
-            ):
-                return False
-        return True
 
     @property
     def n_levels(self) -> int:
@@ -274,17 +215,7 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, shared.InstancePartic
     @cached_property
     def thresholds(self) -> np.ndarray:
         """``T_j`` per level (users): the count's tail and the coordinate-noise bound, the larger."""
-        share = self.failure_probability / self.n_levels
-        count = self.count
-        count_tail = shared.noise_scale(count) * shared.upper_tail_threshold(
-            shared.noise_ratio(count), share - shared.wrap_probability(count)
-        )
-        result = []
-        for protocol in self.levels:
-            ratio = shared.noise_ratio(protocol)  # two-sided tail 2 a^t / (1 + a) over d coordinates
-            coordinate_bound = shared.noise_scale(protocol) * shared.upper_tail_threshold(ratio, share / (2 * self.dimension))
-            result.append(max(count_tail, coordinate_bound))
-        return np.array(result, dtype=float)
+        return level_thresholds(self.count, self.levels, self.failure_probability, self.dimension)
 
     def _inputs(self, x: Any) -> np.ndarray:
         owner = type(self).__name__
@@ -308,21 +239,15 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, shared.InstancePartic
         return (self.count, *self.levels)
 
     def _event_for_fewer(self, n_participants: int) -> PrivacyEvent:
-        """Composed as `from_privacy` composed the headline, from the instances' own `event_for_participants`.
-
-        Per level, the count's guarantee plus (basic composition) the level's coordinate guarantee
-        composed over ``min(2^j, d)`` coordinates with the headline's slack (`compose_like_budget`);
-        the levels in parallel, two per change. No guarantee (``epsilon = inf``) where a delta would reach 1.
-        """
-        count = self.count.event_for_participants(n_participants).guarantee
-        block_delta = self.headline.delta / 2 - self.count.guarantee.delta  # each level's coordinate budget
-        level_events = []
-        for j, protocol in enumerate(self.levels):
-            achieved = protocol.event_for_participants(n_participants).guarantee
-            touched = min(2**j, self.dimension)
-            block = compose_like_budget(achieved, touched, protocol.guarantee, block_delta, self.composition)
-            level_events.append(GuaranteeEvent(shared.basic_or_none(count, block)))
-        return GuaranteeEvent(shared.parallel_event_or_none(tuple(level_events), parts_per_user=2).guarantee)
+        """Composed as `from_privacy` composed the headline (`~privsum.clipping.calibration.level_event_for_participants`)."""
+        return level_event_for_participants(
+            self.count,
+            self.levels,
+            self.headline,
+            dimension=self.dimension,
+            composition=self.composition,
+            n_participants=n_participants,
+        )
 
     # ----------------------------------------------------------------- roles
     def _pairs(self, values: np.ndarray) -> list[tuple[InstanceProtocol, np.ndarray]]:
@@ -384,19 +309,15 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, shared.InstancePartic
     def _part(self, sparse: SparseMessageHistogram, protocol: InstanceProtocol, start: int, size: int) -> np.ndarray:
         mine = (sparse.instances >= start) & (sparse.instances < start + size)
         local, values, counts = sparse.instances[mine] - start, sparse.values[mine], sparse.counts[mine]
-        if isinstance(protocol, SparseMultiMessageSum):
-            return protocol.analyze(SparseMessageHistogram(local, values, counts, size))
-        bad = (values == 0) | (np.abs(values) > protocol.levels)
-        if np.any(bad):
-            raise checks.invalid("view", type(self).__name__, "values its instances can send", int(values[bad][0]))
-        width = 2 * protocol.levels + 1
-        dense = np.bincount(local * width + values + protocol.levels, weights=counts, minlength=size * width)
-        dense = np.delete(dense.reshape(size, width).astype(np.int64), protocol.levels, axis=1)
-        return protocol.analyze(MessageHistogram(dense, protocol.alphabet))
+        if isinstance(protocol, CorrelatedNoiseSum):
+            bad = shared.unsendable_values(protocol, values)
+            if np.any(bad):
+                raise checks.invalid("view", type(self).__name__, "values its instances can send", int(values[bad][0]))
+        return shared.instance_estimates(protocol, local, values, counts, size)
 
     def _message_cap(self, tail_probability: float) -> int:
         """The largest instance's cap (a shuffler caps every instance tag alike)."""
-        return max(p.per_sender_message_cap(tail_probability) for p in self._participating_instances)
+        return shared.largest_cap(self._participating_instances, tail_probability)
 
     def manipulation_bound(self, n_malicious: int, *, cap: int | None = None) -> float:
         """``A_0 + sum_{j >= 1} (A_j + C_j + 3 T_j)`` per coordinate, whenever the honest noise is within its tails.
@@ -419,8 +340,7 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, shared.InstancePartic
 
     def combine(self, level_counts: np.ndarray, coordinate_counts: np.ndarray) -> tuple[np.ndarray, int]:
         """The per-coordinate estimate and ``j*`` from the noisy level counts ``(L+1,)`` and coordinate counts ``(L+1, d)``."""
-        passed = np.asarray(level_counts) >= self.thresholds
-        last = int(np.flatnonzero(passed)[-1]) if passed.any() else 0
+        last = int(last_passing(np.asarray(level_counts)[None, :], self.thresholds)[1][0])
         return np.asarray(coordinate_counts)[: last + 1].sum(axis=0), last
 
     def analyze(self, view: SparseMessageHistogram | MessageBatch | NoisySums) -> np.ndarray:  # type: ignore[override]

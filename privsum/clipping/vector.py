@@ -28,6 +28,7 @@ from privsum.accounting.budget import (
 )
 from privsum.clipping import instances as shared
 from privsum.clipping._parties import ClippedVectorPartyHooks
+from privsum.clipping.calibration import composition_for
 from privsum.clipping.instances import CLIPPED_RELATIONS, NoisySums
 from privsum.clipping.scalar import ClippedSum
 from privsum.lsq.hadamard import RandomizedHadamard, next_power_of_two
@@ -162,11 +163,10 @@ class ClippedVectorSum(ClippedVectorPartyHooks, shared.InstanceParticipation, Sh
         """
         owner = f"{cls.__name__}.from_privacy"
         neighbouring = Neighbouring.parse(neighbouring, owner, CLIPPED_RELATIONS)
-        calibration = checks.check_choice(calibration, "calibration", owner, ("analytic", "tight"))
+        composition = composition_for(calibration, owner)
         dimension = checks.check_integer(dimension, "dimension", owner, low=1)
         failure_probability = checks.check_probability(failure_probability, "failure_probability", owner, allow_zero=False)
         padded = next_power_of_two(dimension)
-        composition = "advanced" if calibration == "analytic" else "tight"
         epsilon = checks.check_epsilon(epsilon, owner)
         delta = checks.check_delta(delta, owner, allow_zero=False)
         renamed = {"domain": "levels", "n_users": "n_users", "method": "method", "failure_probability": "failure_probability"}

@@ -9,8 +9,10 @@
 * Central-DP references (`privsum.clipping.central`): `CentralClippedSum`,
   `PrivateCentralClippedSum`, `CentralClippedVectorSum`, `CentralSparseAggregation`.
 
-What the protocols share (choosing and sampling one instance, thresholds, views) is in
-`privsum.clipping.instances`; the per-coordinate budget split is `privsum.accounting.budget`.
+What the protocols share (choosing and sampling one instance, tail thresholds, views) is in
+`privsum.clipping.instances`; the threshold rule in `privsum.clipping.threshold_rule`; how a budget
+is spent over the instances in `privsum.clipping.calibration` (the per-coordinate budget split is
+`privsum.accounting.budget`); `ClippedSum`'s sub-domain columns in `privsum.clipping.sub_domains`.
 
 References:
     Dong, Luo, Fanti, Shi & Yi, "(Almost) Instance-optimal Clipping for Summation Problems in

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from privsum._random import RNGLike, as_generator
 from privsum._user_inputs import check_participant_limit
 from privsum._validation import check_choice, check_integer, check_integer_array, check_probability, invalid
 from privsum.accounting import (
@@ -28,7 +29,7 @@ from privsum.accounting import (
     basic_composition,
 )
 from privsum.exceptions import PrivacyLeakWarning
-from privsum.shuffle import MessageBatch, MessageHistogram
+from privsum.shuffle import EXECUTION_PATHS, MessageBatch, MessageHistogram
 from privsum.shuffle.noise import sample_negative_binomial
 from privsum.shuffle.sparse import SparseMessageHistogram
 from privsum.sums.correlated import CorrelatedNoiseSum
@@ -46,6 +47,7 @@ __all__ = [
     "check_noise_ratio",
     "check_participant_count",
     "choose_instance",
+    "chunk_request",
     "data_messages",
     "decode_total",
     "instance_estimates",
@@ -301,6 +303,11 @@ class InstanceParticipation(abc.ABC):
         """Warn with `PrivacyLeakWarning` when fewer than ``n_users`` take part; raise when more do and an instance is BBGN20."""
         check_instance_participants(n_participants, self.n_users, self._participating_instances, type(self).__name__)
 
+    def _all_participants(self, inputs: np.ndarray) -> np.ndarray:
+        """``inputs`` (a row per user) of a whole run, after `check_participants` on their number."""
+        self.check_participants(inputs.shape[0])
+        return inputs
+
     def event_for_participants(self, n_participants: int) -> PrivacyEvent:
         """The guarantee achieved when ``n_participants`` users take part (`event` for ``n_users``, or more without BBGN20).
 
@@ -368,6 +375,12 @@ def instance_estimates(
 def largest_cap(instances: Any, tail_probability: float) -> int:
     """The largest of the instances' per-sender caps (a shuffler caps every instance tag of a composite alike)."""
     return max(p.per_sender_message_cap(tail_probability) for p in instances)
+
+
+def chunk_request(rng: RNGLike, path: str, owner: str) -> tuple[np.random.Generator, str]:
+    """A `partial_view` call's generator and its checked execution path (``"fast"`` or ``"faithful"``)."""
+    path = check_choice(path, "path", owner, EXECUTION_PATHS)
+    return as_generator(rng, owner), path
 
 
 def sparse_view(messages: Any, owner: str) -> SparseMessageHistogram:

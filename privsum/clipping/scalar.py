@@ -36,7 +36,7 @@ from privsum.clipping.calibration import sub_domain_instances
 from privsum.clipping.instances import CLIPPED_RELATIONS, INSTANCE_METHODS, InstanceProtocol, NoisySums
 from privsum.clipping.sub_domains import SubDomainColumns
 from privsum.clipping.threshold_rule import empty_pass_probabilities, last_passing, sub_domain_thresholds
-from privsum.shuffle import EXECUTION_PATHS, MessageBatch, ShuffleProtocol
+from privsum.shuffle import MessageBatch, ShuffleProtocol
 from privsum.shuffle.noise import discrete_laplace_variance
 from privsum.shuffle.robustness import check_malicious
 from privsum.shuffle.sparse import SparseMessageHistogram
@@ -333,16 +333,12 @@ class ClippedSum(ClippedPartyHooks, SubDomainColumns, shared.InstanceParticipati
     def randomize(self, x: Any, *, rng: RNGLike = None) -> MessageBatch:
         """Every user's messages for every (column, sub-domain) instance, tagged ``column (log2 U + 1) + j``."""
         generator = as_generator(rng, type(self).__name__)
-        values = self._inputs(x, generator)
-        self.check_participants(values.shape[0])
-        return self.messages_of(values, generator)
+        return self.messages_of(self._all_participants(self._inputs(x, generator)), generator)
 
     def sample_view(self, x: Any, *, rng: RNGLike = None) -> SparseMessageHistogram:  # type: ignore[override]
         """The view assembled from every instance's own fast view (GKMPS21: NB totals; BBGN20: counted shares)."""
         generator = as_generator(rng, type(self).__name__)
-        values = self._inputs(x, generator)
-        self.check_participants(values.shape[0])
-        return self.message_view_of(values, generator, "fast")
+        return self.message_view_of(self._all_participants(self._inputs(x, generator)), generator, "fast")
 
     def partial_view(self, chunk: Any, *, rng: RNGLike = None, path: str = "fast") -> PartialView:
         """One chunk of users' share of the view, with only their own randomness (no participant check).
@@ -350,9 +346,7 @@ class ClippedSum(ClippedPartyHooks, SubDomainColumns, shared.InstanceParticipati
         ``"fast"``: their `NoisySums` (per-user noise shares, no message); ``"faithful"``: the
         sparse view of their messages. Either adds up over chunks; `analyze` takes the sum.
         """
-        owner = type(self).__name__
-        path = checks.check_choice(path, "path", owner, EXECUTION_PATHS)
-        generator = as_generator(rng, owner)
+        generator, path = shared.chunk_request(rng, path, type(self).__name__)
         return self.partial_of(self._inputs(chunk, generator), generator, path)
 
     def _message_cap(self, tail_probability: float) -> int:
@@ -410,8 +404,7 @@ class ClippedSum(ClippedPartyHooks, SubDomainColumns, shared.InstanceParticipati
         as in the faithful messages. Participants are checked (`check_participants`).
         """
         generator = as_generator(rng, type(self).__name__)
-        values = self._inputs(x, generator)
-        self.check_participants(values.shape[0])
+        values = self._all_participants(self._inputs(x, generator))
         return self.sub_domain_estimates(self.noisy_sums_of(values, generator))
 
     def run(self, x: Any, *, rng: RNGLike = None, path: str = "fast") -> np.ndarray:

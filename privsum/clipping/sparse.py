@@ -24,7 +24,7 @@ from privsum.clipping._parties import SparseAggregationPartyHooks
 from privsum.clipping.calibration import composition_for, level_event_for_participants, levels_back_headline, split_level_budget
 from privsum.clipping.instances import INSTANCE_METHODS, InstanceProtocol, NoisySums
 from privsum.clipping.threshold_rule import last_passing, level_thresholds
-from privsum.shuffle import EXECUTION_PATHS, MessageBatch, ShuffleProtocol
+from privsum.shuffle import MessageBatch, ShuffleProtocol
 from privsum.shuffle.robustness import check_malicious
 from privsum.shuffle.sparse import SparseMessageHistogram
 from privsum.shuffle.streaming import PartialView
@@ -276,15 +276,11 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, shared.InstancePartic
 
     def randomize(self, x: Any, *, rng: RNGLike = None) -> MessageBatch:
         generator = as_generator(rng, type(self).__name__)
-        values = self._inputs(x)
-        self.check_participants(values.shape[0])
-        return self._messages_of(values, generator)
+        return self._messages_of(self._all_participants(self._inputs(x)), generator)
 
     def partial_view(self, chunk: Any, *, rng: RNGLike = None, path: str = "fast") -> PartialView:
         """One chunk of users' share of the view: ``"fast"``, their `NoisySums`; ``"faithful"``, their messages' sparse view."""
-        owner = type(self).__name__
-        path = checks.check_choice(path, "path", owner, EXECUTION_PATHS)
-        generator = as_generator(rng, owner)
+        generator, path = shared.chunk_request(rng, path, type(self).__name__)
         values = self._inputs(chunk)
         if path == "faithful":
             offsets = [0, *self._offsets()]
@@ -365,6 +361,4 @@ class SparseVectorAggregation(SparseAggregationPartyHooks, shared.InstancePartic
         return super().run(x, rng=rng, path=path)
 
     def _run_fast(self, x: Any, generator: np.random.Generator) -> np.ndarray:
-        values = self._inputs(x)
-        self.check_participants(values.shape[0])
-        return self.analyze(self._noisy_sums_of(values, generator))
+        return self.analyze(self._noisy_sums_of(self._all_participants(self._inputs(x)), generator))

@@ -32,7 +32,7 @@ from privsum.clipping.calibration import composition_for
 from privsum.clipping.instances import CLIPPED_RELATIONS, NoisySums
 from privsum.clipping.scalar import ClippedSum
 from privsum.lsq.hadamard import RandomizedHadamard, next_power_of_two
-from privsum.shuffle import EXECUTION_PATHS, MessageBatch, ShuffleProtocol
+from privsum.shuffle import MessageBatch, ShuffleProtocol
 from privsum.shuffle.robustness import check_malicious
 from privsum.shuffle.sparse import SparseMessageHistogram
 from privsum.shuffle.streaming import PartialView
@@ -263,21 +263,16 @@ class ClippedVectorSum(ClippedVectorPartyHooks, shared.InstanceParticipation, Sh
     # ----------------------------------------------------------------- roles
     def randomize(self, x: Any, *, rng: RNGLike = None) -> MessageBatch:
         generator = as_generator(rng, type(self).__name__)
-        columns = self._signed_columns(x, generator)
-        self.check_participants(columns.shape[0])
-        return self.coordinate.messages_of(columns, generator)
+        return self.coordinate.messages_of(self._all_participants(self._signed_columns(x, generator)), generator)
 
     def sample_view(self, x: Any, *, rng: RNGLike = None) -> SparseMessageHistogram:  # type: ignore[override]
         generator = as_generator(rng, type(self).__name__)
-        columns = self._signed_columns(x, generator)
-        self.check_participants(columns.shape[0])
+        columns = self._all_participants(self._signed_columns(x, generator))
         return self.coordinate.message_view_of(columns, generator, "fast")
 
     def partial_view(self, chunk: Any, *, rng: RNGLike = None, path: str = "fast") -> PartialView:
         """One chunk of users' share of the view (as `ClippedSum.partial_view`, on their rotated, rounded columns)."""
-        owner = type(self).__name__
-        path = checks.check_choice(path, "path", owner, EXECUTION_PATHS)
-        generator = as_generator(rng, owner)
+        generator, path = shared.chunk_request(rng, path, type(self).__name__)
         return self.coordinate.partial_of(self._signed_columns(chunk, generator), generator, path)
 
     def view(self, messages: SparseMessageHistogram | MessageBatch) -> SparseMessageHistogram:  # type: ignore[override]
@@ -308,6 +303,5 @@ class ClippedVectorSum(ClippedVectorPartyHooks, shared.InstanceParticipation, Sh
         return super().run(x, rng=rng, path=path)
 
     def _run_fast(self, x: Any, generator: np.random.Generator) -> np.ndarray:
-        columns = self._signed_columns(x, generator)
-        self.check_participants(columns.shape[0])
+        columns = self._all_participants(self._signed_columns(x, generator))
         return self.analyze(self.coordinate.noisy_sums_of(columns, generator))

@@ -298,24 +298,26 @@ class ClippedSum(ClippedPartyHooks, SubDomainColumns, shared.InstanceParticipati
     # ----------------------------------------------------------------- inputs
     def _integer_view(self, x: Any) -> np.ndarray:
         """Validate inputs (no rounding): integers, or reals for ``resolution``; shape ``(n, k)``."""
+        if self.resolution is not None:
+            return np.floor(self._real_inputs(x) / self.resolution).astype(np.int64)  # for message counting only
         owner = type(self).__name__
-        if self.resolution is None:
-            array = checks.check_array(x, "x", owner, ndim=(1, 2), low=0, high=self.domain, integer=True).astype(np.int64)
-        else:
-            array = checks.check_array(x, "x", owner, ndim=(1, 2), low=0.0, high=self.domain * self.resolution).astype(float)
-            array = np.floor(array / self.resolution).astype(np.int64)  # for message counting only
+        array = checks.check_array(x, "x", owner, ndim=(1, 2), low=0, high=self.domain, integer=True).astype(np.int64)
+        check_has_users(array, owner)
+        return array.reshape(array.shape[0], -1)
+
+    def _real_inputs(self, x: Any) -> np.ndarray:
+        """Real inputs in ``[0, U resolution]``, validated; shape ``(n, k)``."""
+        owner = type(self).__name__
+        array = checks.check_array(x, "x", owner, ndim=(1, 2), low=0.0, high=self.domain * self.resolution).astype(float)
         check_has_users(array, owner)
         return array.reshape(array.shape[0], -1)
 
     def _inputs(self, x: Any, rng: np.random.Generator) -> np.ndarray:
         """Integer inputs ``(n, k)`` in ``{0..U}``: validated, and randomly rounded for real inputs."""
-        owner = type(self).__name__
         if self.resolution is None:
             return self._integer_view(x)
-        array = checks.check_array(x, "x", owner, ndim=(1, 2), low=0.0, high=self.domain * self.resolution).astype(float)
-        check_has_users(array, owner)
-        rounded = randomized_round(array / self.resolution, rng)
-        return np.minimum(rounded, self.domain).reshape(array.shape[0], -1)  # x/res <= U, so the cap never binds
+        rounded = randomized_round(self._real_inputs(x) / self.resolution, rng)
+        return np.minimum(rounded, self.domain)  # x/res <= U, so the cap never binds
 
     # ----------------------------------------------------------------- participation
     @property

@@ -2,7 +2,9 @@
 
 Usage (from the repository root):
 
-    python benchmarks/bench_wire.py [--repeats 5] [--http-users 100000] [--skip-http] [--json PATH]
+    python benchmarks/bench_wire.py [--repeats 5] [--http-users 100000] [--skip-http] [--only SECTION ...] [--json PATH]
+
+``--only clients`` (or ``bytes``, ``absorb``, ``http``; several allowed) runs those sections alone.
 
 ``--json PATH`` also writes every measurement (machine, load, command, medians, spreads, ratios)
 as JSON; ``scripts/wire_figures.py --write PATH`` renders it into docs/benchmarks.md.
@@ -47,6 +49,7 @@ from privsum.parties import Analyzer, Client, Deployment, Shuffler  # noqa: E402
 from privsum.sums import SkellamVectorSum  # noqa: E402
 
 COMMAND = "python benchmarks/bench_wire.py " + " ".join(sys.argv[1:])
+SECTIONS = ["bytes", "absorb", "clients", "http"]
 
 
 def timings(operation: Callable[[], object], repeats: int) -> list[float]:
@@ -205,18 +208,23 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--users", type=int, default=2000, help="users for the bytes and client measurements")
     parser.add_argument("--http-users", type=int, default=100_000)
     parser.add_argument("--skip-http", action="store_true")
+    parser.add_argument("--only", nargs="+", choices=SECTIONS, default=SECTIONS, help="run these sections alone")
     parser.add_argument("--json", type=Path, default=None, help="also write the measurements here (JSON)")
     args = parser.parse_args(argv)
+    sections = set(args.only) - ({"http"} if args.skip_http else set())
     record = {"machine": machine(), "load_start": load(), "command": COMMAND,
               "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
     print(f"machine: {record['machine']}")
     print(f"load average at start: {tuple(record['load_start'])}")
     print(f"command: {COMMAND}")
     cases = protocols(args.users)
-    record["bytes_per_user"] = bytes_per_user(cases)
-    record["absorb"] = absorb_rate(args.repeats)
-    record["clients"] = client_speed(cases, args.repeats)
-    record["http"] = [] if args.skip_http else http_deployment(args.http_users, max(1, args.repeats // 2))
+    if "bytes" in sections:
+        record["bytes_per_user"] = bytes_per_user(cases)
+    if "absorb" in sections:
+        record["absorb"] = absorb_rate(args.repeats)
+    if "clients" in sections:
+        record["clients"] = client_speed(cases, args.repeats)
+    record["http"] = http_deployment(args.http_users, max(1, args.repeats // 2)) if "http" in sections else []
     record["load_end"] = load()
     print(f"\nload average at end: {tuple(record['load_end'])}")
     if args.json is not None:

@@ -3,7 +3,7 @@
 Message ``k`` of width ``w`` occupies bits ``k w .. k w + w - 1`` of the payload, bit 0 being the
 most significant bit of byte 0; the last byte is padded with zero bits. Both directions work on
 groups of eight fields (``w`` whole bytes), so every step is a numpy operation over
-``n_fields / 8`` entries, whatever ``w``.
+``n_fields / 8`` entries, whatever ``w``. `pack_rows` packs many equally long uploads at once.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 
 from privsum._validation import as_array, check_integer, invalid
 
-__all__ = ["MAX_FIELD_BITS", "count_fields", "pack_fields", "packed_size", "unpack_fields"]
+__all__ = ["MAX_FIELD_BITS", "count_fields", "pack_fields", "pack_rows", "packed_size", "unpack_fields"]
 
 #: The widest field supported: 56 bits (a field spans at most 8 bytes, so one uint64 holds it).
 MAX_FIELD_BITS = 56
@@ -30,14 +30,14 @@ def _check_width(width: int, owner: str) -> int:
     return check_integer(width, "width", owner, low=1, high=MAX_FIELD_BITS)
 
 
-def _check_fields(fields: np.ndarray, width: int) -> np.ndarray:
-    """A 1-D array of integer dtype (never cast) with every field in ``[0, 2^width)``, or raise."""
-    owner = "pack_fields"
-    fields = as_array(fields, "fields", owner)
-    if not (fields.ndim == 1 and (fields.size == 0 or (fields.dtype.kind in "iu"))):
-        raise invalid("fields", owner, "a 1-D array of integer dtype", f"shape {fields.shape}, dtype {fields.dtype}")
+def _check_fields(fields: np.ndarray, width: int, owner: str = "pack_fields", name: str = "fields",
+                  ndim: int = 1) -> np.ndarray:
+    """An ``ndim``-D array of integer dtype (never cast) with every field in ``[0, 2^width)``, or raise."""
+    fields = as_array(fields, name, owner)
+    if not (fields.ndim == ndim and (fields.size == 0 or (fields.dtype.kind in "iu"))):
+        raise invalid(name, owner, f"a {ndim}-D array of integer dtype", f"shape {fields.shape}, dtype {fields.dtype}")
     if fields.size and not (int(fields.min()) >= 0 and int(fields.max()) < 1 << width):
-        raise invalid("fields", owner, f"integers in [0, 2^{width})", f"range [{int(fields.min())}, {int(fields.max())}]")
+        raise invalid(name, owner, f"integers in [0, 2^{width})", f"range [{int(fields.min())}, {int(fields.max())}]")
     return fields
 
 
@@ -55,7 +55,11 @@ def pack_fields(fields: np.ndarray, width: int) -> bytes:
         'a8'
     """
     width = _check_width(width, "pack_fields")
-    fields = _check_fields(fields, width)
+    return _pack_checked(_check_fields(fields, width), width)
+
+
+def _pack_checked(fields: np.ndarray, width: int) -> bytes:
+    """`pack_fields` of fields already checked to be a 1-D integer array in ``[0, 2^width)``."""
     count = int(fields.size)
     if count == 0:
         return b""
@@ -82,6 +86,72 @@ def pack_fields(fields: np.ndarray, width: int) -> bytes:
             shifted = field >> dtype(8 * (last - byte)) if byte < last else field
             np.bitwise_or(out[byte], shifted, out=out[byte], casting="unsafe")  # the cast keeps the low 8 bits
     return out.T.tobytes()[: packed_size(count, width)]
+
+
+def pack_rows(indices: np.ndarray, value_bits: int, *, tags: np.ndarray | None = None, tag_bits: int = 0) -> np.ndarray:
+    """Each row's fields ``tags << value_bits | row`` packed as `pack_fields` packs them, one row of bytes per row.
+
+    Every row holds ``m`` value indices (each ``< 2^value_bits``) and shares the ``m`` tags (each
+    ``< 2^tag_bits``; ``None``: no tag, ``tag_bits`` 0). Rows are packed independently (each starts on a
+    byte and is zero-padded): row ``u`` of the result is ``pack_fields(tags << value_bits | indices[u],
+    tag_bits + value_bits)``. With tags, their bits are the same in every row, so they are packed
+    once (a template) and each value bit is OR-ed in at its fixed position, for all rows at once.
+
+    Returns:
+        a uint8 array of shape ``(rows, packed_size(m, tag_bits + value_bits))``.
+
+    Examples:
+        >>> pack_rows(np.array([[1, 0], [0, 1]]), 1, tags=np.array([0, 1]), tag_bits=1).tolist()  # fields 01 10, 00 11
+        [[96], [48]]
+    """
+    owner = "pack_rows"
+    value_bits = check_integer(value_bits, "value_bits", owner, low=1, high=MAX_FIELD_BITS)
+    tag_bits = check_integer(tag_bits, "tag_bits", owner, low=0, high=MAX_FIELD_BITS - value_bits)
+    indices = _check_fields(indices, value_bits, owner, "indices", ndim=2)
+    n_rows, count = indices.shape
+    if tags is None and tag_bits:
+        raise invalid("tag_bits", owner, "0 without tags", tag_bits)
+    if tags is not None:
+        tags = _check_fields(tags, tag_bits, owner, "tags")
+        if tags.size != count:
+            raise invalid("tags", owner, f"one tag per column of indices ({count})", f"{tags.size} tags")
+    width = tag_bits + value_bits
+    if count == 0:
+        return np.zeros((n_rows, 0), dtype=np.uint8)
+    groups = -(-count // 8)  # rows padded with zero fields to whole groups of eight, so that each is whole bytes
+    cells = np.zeros((n_rows, groups * 8), dtype=np.uint8 if value_bits <= 8 and tag_bits else _field_dtype(width))
+    cells[:, :count] = indices
+    if tag_bits == 0:  # the dtype `pack_fields` computes in: no further copy
+        packed = np.frombuffer(_pack_checked(cells.reshape(-1), value_bits), dtype=np.uint8)
+    else:
+        packed = _scatter_value_bits(_tag_template(tags, tag_bits, value_bits, groups), cells, tag_bits, value_bits)
+    return packed.reshape(n_rows, groups * width)[:, : packed_size(count, width)]
+
+
+def _tag_template(tags: np.ndarray, tag_bits: int, value_bits: int, groups: int) -> np.ndarray:
+    """The packed fields ``tag << value_bits`` (value bits zero) of one row, ``groups`` groups of eight."""
+    fields = np.zeros(groups * 8, dtype=np.uint64)
+    fields[: tags.size] = tags
+    return np.frombuffer(_pack_checked(fields << np.uint64(value_bits), tag_bits + value_bits), dtype=np.uint8)
+
+
+def _scatter_value_bits(template: np.ndarray, cells: np.ndarray, tag_bits: int, value_bits: int) -> np.ndarray:
+    """Copies of the template, one per row of ``cells``, with each value bit OR-ed in at its position.
+
+    Bit ``b`` of field ``k`` of a group (``w`` bytes) is bit ``k w + tag_bits + b`` of the group:
+    one strided OR per (field ``k``, value bit ``b``) over all rows and groups at once.
+    """
+    width = tag_bits + value_bits
+    n_rows, groups = cells.shape[0], cells.shape[1] // 8
+    out = np.empty((n_rows, groups, width), dtype=np.uint8)
+    out[...] = template.reshape(groups, width)
+    cells = cells.reshape(n_rows, groups, 8)
+    for bit in range(value_bits):
+        plane = cells if value_bits == 1 else ((cells >> cells.dtype.type(value_bits - 1 - bit)) & 1).astype(np.uint8)
+        for k in range(8):
+            position = k * width + tag_bits + bit
+            out[:, :, position // 8] |= plane[:, :, k] << np.uint8(7 - position % 8)
+    return out.reshape(-1)
 
 
 def _pack_by_words(fields: np.ndarray, count: int, width: int) -> bytes:

@@ -94,8 +94,9 @@ def pack_rows(indices: np.ndarray, value_bits: int, *, tags: np.ndarray | None =
     Every row holds ``m`` value indices (each ``< 2^value_bits``) and shares the ``m`` tags (each
     ``< 2^tag_bits``; ``None``: no tag, ``tag_bits`` 0). Rows are packed independently (each starts on a
     byte and is zero-padded): row ``u`` of the result is ``pack_fields(tags << value_bits | indices[u],
-    tag_bits + value_bits)``. With tags, their bits are the same in every row, so they are packed
-    once (a template) and each value bit is OR-ed in at its fixed position, for all rows at once.
+    tag_bits + value_bits)``. For one-bit values (a tag and a bit, as RR's messages), the tags are
+    packed once (a template) and each row's bits are OR-ed in at their fixed positions, all rows at
+    once; other fields are packed by the generic packer.
 
     Returns:
         a uint8 array of shape ``(rows, packed_size(m, tag_bits + value_bits))``.
@@ -119,38 +120,39 @@ def pack_rows(indices: np.ndarray, value_bits: int, *, tags: np.ndarray | None =
     if count == 0:
         return np.zeros((n_rows, 0), dtype=np.uint8)
     groups = -(-count // 8)  # rows padded with zero fields to whole groups of eight, so that each is whole bytes
-    cells = np.zeros((n_rows, groups * 8), dtype=np.uint8 if value_bits <= 8 and tag_bits else _field_dtype(width))
+    scatter = tag_bits > 0 and value_bits == 1 and width not in (8, 16, 32)
+    cells = np.zeros((n_rows, groups * 8), dtype=np.uint8 if scatter else _field_dtype(width))
     cells[:, :count] = indices
-    if tag_bits == 0:  # the dtype `pack_fields` computes in: no further copy
-        packed = np.frombuffer(_pack_checked(cells.reshape(-1), value_bits), dtype=np.uint8)
-    else:
-        packed = _scatter_value_bits(_tag_template(tags, tag_bits, value_bits, groups), cells, tag_bits, value_bits)
+    if scatter:
+        packed = _scatter_bits(_tag_template(tags, tag_bits, groups), cells, tag_bits)
+    else:  # the fields, in the dtype `pack_fields` computes in (no further copy)
+        if tag_bits:
+            cells[:, :count] |= tags.astype(cells.dtype) << cells.dtype.type(value_bits)
+        packed = np.frombuffer(_pack_checked(cells.reshape(-1), width), dtype=np.uint8)
     return packed.reshape(n_rows, groups * width)[:, : packed_size(count, width)]
 
 
-def _tag_template(tags: np.ndarray, tag_bits: int, value_bits: int, groups: int) -> np.ndarray:
-    """The packed fields ``tag << value_bits`` (value bits zero) of one row, ``groups`` groups of eight."""
+def _tag_template(tags: np.ndarray, tag_bits: int, groups: int) -> np.ndarray:
+    """The packed fields ``tag << 1`` (the value bit zero) of one row, ``groups`` groups of eight."""
     fields = np.zeros(groups * 8, dtype=np.uint64)
     fields[: tags.size] = tags
-    return np.frombuffer(_pack_checked(fields << np.uint64(value_bits), tag_bits + value_bits), dtype=np.uint8)
+    return np.frombuffer(_pack_checked(fields << np.uint64(1), tag_bits + 1), dtype=np.uint8)
 
 
-def _scatter_value_bits(template: np.ndarray, cells: np.ndarray, tag_bits: int, value_bits: int) -> np.ndarray:
-    """Copies of the template, one per row of ``cells``, with each value bit OR-ed in at its position.
+def _scatter_bits(template: np.ndarray, bits: np.ndarray, tag_bits: int) -> np.ndarray:
+    """Copies of the template, one per row of ``bits`` (uint8, 0 or 1), each field's bit OR-ed in at its position.
 
-    Bit ``b`` of field ``k`` of a group (``w`` bytes) is bit ``k w + tag_bits + b`` of the group:
-    one strided OR per (field ``k``, value bit ``b``) over all rows and groups at once.
+    A group of eight fields is ``w = tag_bits + 1`` bytes; the bit of field ``k`` is bit ``k w + tag_bits``
+    of its group: one strided OR per field ``k`` over all rows and groups at once.
     """
-    width = tag_bits + value_bits
-    n_rows, groups = cells.shape[0], cells.shape[1] // 8
+    width = tag_bits + 1
+    n_rows, groups = bits.shape[0], bits.shape[1] // 8
     out = np.empty((n_rows, groups, width), dtype=np.uint8)
     out[...] = template.reshape(groups, width)
-    cells = cells.reshape(n_rows, groups, 8)
-    for bit in range(value_bits):
-        plane = cells if value_bits == 1 else ((cells >> cells.dtype.type(value_bits - 1 - bit)) & 1).astype(np.uint8)
-        for k in range(8):
-            position = k * width + tag_bits + bit
-            out[:, :, position // 8] |= plane[:, :, k] << np.uint8(7 - position % 8)
+    bits = bits.reshape(n_rows, groups, 8)
+    for k in range(8):
+        position = k * width + tag_bits
+        out[:, :, position // 8] |= bits[:, :, k] << np.uint8(7 - position % 8)
     return out.reshape(-1)
 
 

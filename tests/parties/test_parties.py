@@ -48,6 +48,22 @@ def test_every_protocol_round_trips_through_the_parties(name):
     assert analyzer.guarantee.epsilon == expected.epsilon and analyzer.guarantee.delta >= expected.delta
 
 
+@pytest.mark.parametrize(("name", "columns"), [*((name, 3) for name in NAMES), ("RRBitSum", 1), ("RRBitSum", 768),
+                                               ("ThreeNBBitSum", 9), ("PureBitSum", 16)])
+def test_client_uploads_are_the_generic_encoding_of_the_same_draws(name, columns):
+    """`Client.encode_many` (tags packed once per batch of users) is byte-identical to `WireSpec.encode_upload` per user."""
+    deployment = Deployment(protocol(name, 40), n_instances=n_instances(name, columns))
+    x = inputs(name, 40, columns, np.random.default_rng(4))
+    batch, counts = deployment.protocol.encode_users(x, rng=np.random.default_rng(5))
+    spec, ends = deployment.spec, np.cumsum(counts)
+    fields = spec.fields(batch.instances, deployment.value_indices(batch.values))
+    users = np.split(fields, ends[:-1])
+    if spec.positional:  # listed instance by instance, each instance's messages in the order drawn
+        users = [user[np.argsort(user >> spec.value_bits, kind="stable")] for user in users]
+    expected = [spec.encode_upload(user) for user in users]
+    assert Client(deployment, rng=np.random.default_rng(5)).encode_many(x) == expected
+
+
 def test_rr_party_counts_follow_the_exact_law():
     """Each instance's count of reported ones is Bin(S, 1-q) + Bin(n-S, q) (alpha = 1e-6)."""
     n, ones, n_columns = 40, 15, 1500

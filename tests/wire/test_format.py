@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from privsum.exceptions import InvalidParameterError
 from privsum.wire import WireFormatError, WireSpec, canonical_encoding, fingerprint, pack_fields, packed_size, unpack_fields
+from privsum.wire.packing import pack_rows
 from tests.wire.test_decoder_from_docs import Config, canonical, read
 
 
@@ -28,6 +29,22 @@ def test_pack_round_trip_and_bit_layout(width, raw):
     bits += "0" * (-len(bits) % 8)
     assert packed == bytes(int(bits[i : i + 8], 2) for i in range(0, len(bits), 8))
     assert unpack_fields(packed, fields.size, width).astype(np.uint64).tolist() == fields.tolist()
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.one_of(st.just(1), st.integers(2, 56)), st.integers(0, 55), st.integers(0, 40), st.integers(1, 4), st.booleans(),
+       st.integers(0, 2**32))
+def test_pack_rows_is_pack_fields_of_each_row(value_bits, tag_bits, count, n_rows, tagged, seed):
+    """Rows sharing their tags, packed at once (one-bit values: a tag template and scattered bits) as the generic packer."""
+    tag_bits = min(tag_bits, 56 - value_bits) if tagged else 0
+    rng = np.random.default_rng(seed)
+    indices = rng.integers(0, 1 << value_bits, (n_rows, count), dtype=np.uint64).astype(np.int64)
+    tags = rng.integers(0, 1 << tag_bits, count, dtype=np.uint64).astype(np.int64) if tagged else None
+    rows = pack_rows(indices, value_bits, tags=tags, tag_bits=tag_bits)
+    assert rows.shape == (n_rows, packed_size(count, tag_bits + value_bits))
+    for row, values in zip(rows, indices, strict=True):
+        fields = values if tags is None else (tags << value_bits) | values
+        assert row.tobytes() == pack_fields(fields, tag_bits + value_bits)
 
 
 @pytest.mark.parametrize(("n_instances", "alphabet_size"), [(1, 2), (5, 3), (768, 2), (4, 4), (2, 256), (3, 2**20)])
@@ -171,6 +188,12 @@ def test_malformed_batches_are_refused_before_allocation():
         (lambda: unpack_fields(b"\x00", 2**62, 3), "payload"),  # refused before any allocation
         (lambda: unpack_fields(b"\x00\x00", 2, 3), "payload"),  # one trailing byte
         (lambda: packed_size(-1, 3), "n_fields"),
+        (lambda: pack_rows(np.array([[2]]), 1), "indices"),
+        (lambda: pack_rows(np.array([1]), 1), "indices"),  # one row per user: 2-D
+        (lambda: pack_rows(np.array([[1]]), 1, tags=np.array([4]), tag_bits=2), "tags"),
+        (lambda: pack_rows(np.array([[1]]), 1, tags=np.array([0, 1]), tag_bits=1), "tags"),  # one tag per column
+        (lambda: pack_rows(np.array([[1]]), 1, tag_bits=1), "tag_bits"),  # tag bits without tags
+        (lambda: pack_rows(np.array([[1]]), 50, tags=np.array([0]), tag_bits=7), "tag_bits"),  # 57 bits
     ],
 )
 def test_packing_refuses_fields_widths_and_lengths_it_cannot_round_trip(call, parameter):

@@ -165,16 +165,27 @@ class JointClassKDE(VectorSumReleases):
             )
         if not (np.issubdtype(classes.dtype, np.integer) and classes.min() >= 0 and classes.max() < self.n_classes):
             raise invalid("labels", owner, f"integer class indices in [0, {self.n_classes})", classes[:5].tolist())
-        total = np.asarray(self._sum(points, classes, as_generator(rng, owner)), dtype=float)
-        total = total.reshape(self.n_classes, self.row_width)
+        return self.releases(self._sum(points, classes, as_generator(rng, owner)), points.shape[0])
+
+    def releases(self, total: Any, n_participants: int) -> tuple[list[KDEFunction], np.ndarray]:
+        """Each class's `KDEFunction` and noisy size from the estimated joint sum of ``n_participants`` users.
+
+        Post-processing of the sum: row ``c``'s features are class ``c``'s coefficients, its count
+        coordinate over ``count_weight``, rounded and floored at 1, its size.
+        """
+        total = np.asarray(total, dtype=float).reshape(self.n_classes, self.row_width)
         sizes = np.maximum(1, np.rint(total[:, -1] / self.count_weight)).astype(np.int64)
-        guarantee = self.guarantee_for_participants(points.shape[0])
+        guarantee = self.guarantee_for_participants(n_participants)
         shape = (self.family.n_repetitions, self.family.n_coordinates)
         densities = [
             KDEFunction._released(self.family, total[c, :-1].reshape(shape), int(sizes[c]), guarantee)
             for c in range(self.n_classes)
         ]
         return densities, sizes
+
+    def labelled_rows(self, points: np.ndarray, classes: np.ndarray) -> np.ndarray:
+        """The users' ``C (I Q + 1)`` contributions, one row per user (checked points, class indices in ``[0, C)``)."""
+        return np.concatenate(list(self._rows(points, classes)))
 
     def _rows(self, points: np.ndarray, classes: np.ndarray) -> Iterator[np.ndarray]:
         """The users' ``C (I Q + 1)`` contributions, a bounded number of entries at a time."""
@@ -204,7 +215,7 @@ class JointClassKDE(VectorSumReleases):
                 f"at most {_MAX_DENSE_ENTRIES} entries n C (I Q + 1) for a protocol that cannot stream",
                 points.shape,
             )
-        return self.vector_sum.run(np.concatenate(list(self._rows(points, classes))), rng=generator)
+        return self.vector_sum.run(self.labelled_rows(points, classes), rng=generator)
 
 
 def skellam_fast_sum(protocol: SkellamVectorSum, chunks: Iterator[np.ndarray], generator: np.random.Generator) -> np.ndarray:

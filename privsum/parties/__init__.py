@@ -8,8 +8,9 @@ once for all protocols: a protocol states what they need (`~privsum.shuffle.Shuf
 ``public_parameters``, ``wire_instances``, ``sender_cap``, ``encode_users``); `protocol_classes`
 lists those carried (the bit sums, the real and vector sums, the one-round clipped sums (scalar, vector,
 sparse), the shuffled KDE over bit sums and over a shuffled vector sum (`VectorSumKDEProtocol`), and
-the classifier's label round (`LabelRound`); `ClassifierRounds` runs the classifier's training as
-a label round and one KDE round per class). The byte format is
+the classifier's label round (`LabelRound`) and its joint class sum (`JointClassKDEProtocol`);
+`ClassifierRounds` runs the classifier's training as a label round (labels randomized, or in the
+clear) and one KDE round per class, or as one joint round). The byte format is
 `privsum.wire` (``docs/wire-format.md``); the HTTP services are `privsum.serve`.
 """
 
@@ -17,6 +18,7 @@ from privsum.parties.analyzer import Analyzer
 from privsum.parties.classifier import ClassifierRounds, LabelRound
 from privsum.parties.client import Client
 from privsum.parties.deployment import DEFAULT_EXCEED_PROBABILITY, Deployment, protocol_classes, register_protocol
+from privsum.parties.kde_joint import JointClassKDEProtocol
 from privsum.parties.kde_vector import VectorSumKDEProtocol
 from privsum.parties.shuffler import Shuffler
 
@@ -26,6 +28,7 @@ __all__ = [
     "ClassifierRounds",
     "Client",
     "Deployment",
+    "JointClassKDEProtocol",
     "LabelRound",
     "Shuffler",
     "VectorSumKDEProtocol",

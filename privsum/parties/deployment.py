@@ -51,12 +51,13 @@ def protocol_classes() -> dict[str, type[ShuffleProtocol]]:
     from privsum.clipping import ClippedSum, ClippedVectorSum, SparseVectorAggregation
     from privsum.kde import ShuffledKDE
     from privsum.parties.classifier import LabelRound
+    from privsum.parties.kde_joint import JointClassKDEProtocol
     from privsum.parties.kde_vector import VectorSumKDEProtocol
     from privsum.sums import BlanketRealSum, CorrelatedNoiseSum, MultiMessageSum, ShuffledVectorSum, SkellamVectorSum
 
     bundled = (RRBitSum, LocalRRBitSum, ThreeNBBitSum, PureBitSum, BlanketRealSum, CorrelatedNoiseSum, MultiMessageSum,
                ShuffledVectorSum, SkellamVectorSum, ShuffledKDE, ClippedSum,
-               ClippedVectorSum, SparseVectorAggregation, VectorSumKDEProtocol, LabelRound)
+               ClippedVectorSum, SparseVectorAggregation, VectorSumKDEProtocol, LabelRound, JointClassKDEProtocol)
     return {_wire_name(cls): cls for cls in bundled} | _REGISTRY
 
 

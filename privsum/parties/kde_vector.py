@@ -26,8 +26,58 @@ from privsum.shuffle.protocol import DEFAULT_CAP_TAIL_PROBABILITY, SenderCap, Sh
 __all__ = ["VectorSumKDEProtocol"]
 
 
+class _OverVectorSum:
+    """The parties' view of a release computed from one shuffled vector sum: the sum's instances, cap, alphabet and wire.
+
+    A mixin for the deployable KDEs over a vector sum (`VectorSumKDEProtocol`,
+    `~privsum.parties.JointClassKDEProtocol`): everything the shuffler and the analyzer check is
+    the wrapped ``vector_sum``'s; only the client's encoding of a user's input and the analyzer's
+    post-processing differ.
+    """
+
+    vector_sum: Any
+
+    def _require_shuffled(self, owner: str) -> None:
+        """Refuse a vector sum without a shuffler (a trusted-curator reference)."""
+        if not isinstance(self.vector_sum, ShuffleProtocol):
+            raise invalid("vector_sum", owner, "a shuffled vector sum (a ShuffleProtocol)", type(self.vector_sum).__name__)
+
+    @property
+    def alphabet(self) -> Any:
+        """The vector sum's message values."""
+        return self.vector_sum.alphabet
+
+    def bits_per_message(self, n_instances: int = 1) -> int:
+        """The vector sum's message width (no tag for the Skellam shares)."""
+        return int(self.vector_sum.bits_per_message(n_instances))
+
+    def wire_instances(self, n_instances: int | None = None) -> int:
+        """The vector sum's coordinates."""
+        return self.vector_sum.wire_instances(n_instances)
+
+    def sender_cap(self, n_instances: int, exceed_probability: float) -> SenderCap:
+        """The vector sum's cap."""
+        return self.vector_sum.sender_cap(n_instances, exceed_probability)
+
+    def per_sender_message_cap(self, tail_probability: float = DEFAULT_CAP_TAIL_PROBABILITY) -> int:
+        """The vector sum's cap per coordinate."""
+        return self.vector_sum.per_sender_message_cap(tail_probability)
+
+    def check_participants(self, n_participants: int) -> None:
+        """The vector sum's check (e.g. the Skellam modulus refuses more than ``n_users``)."""
+        self.vector_sum.check_participants(n_participants)
+
+    def view(self, messages: Any) -> Any:
+        """The vector sum's view."""
+        return self.vector_sum.view(messages)
+
+    def _sum_for(self, view: Any, n_participants: int) -> np.ndarray:
+        """The vector sum's estimate from the analyzer's view, for ``n_participants`` users."""
+        return np.asarray(self.vector_sum.analyze_participants(view, n_participants), dtype=float)
+
+
 @dataclass(frozen=True, kw_only=True)
-class VectorSumKDEProtocol(VectorSumKDE, ShuffleProtocol):
+class VectorSumKDEProtocol(_OverVectorSum, VectorSumKDE, ShuffleProtocol):
     """A `VectorSumKDE` over a shuffled vector sum, deployable by `privsum.parties` (wire name ``VectorSumKDE``).
 
     The same fields and calibration as `VectorSumKDE` (`from_privacy`, or `of` an existing one);
@@ -58,9 +108,7 @@ class VectorSumKDEProtocol(VectorSumKDE, ShuffleProtocol):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not isinstance(self.vector_sum, ShuffleProtocol):
-            raise invalid("vector_sum", "VectorSumKDEProtocol", "a shuffled vector sum (a ShuffleProtocol)",
-                          type(self.vector_sum).__name__)
+        self._require_shuffled("VectorSumKDEProtocol")
 
     @classmethod
     def of(cls, kde: VectorSumKDE) -> VectorSumKDEProtocol:
@@ -68,32 +116,6 @@ class VectorSumKDEProtocol(VectorSumKDE, ShuffleProtocol):
         if not isinstance(kde, VectorSumKDE):
             raise invalid("kde", "VectorSumKDEProtocol.of", "a VectorSumKDE", type(kde).__name__)
         return cls(family=kde.family, vector_sum=kde.vector_sum)
-
-    # ----------------------------------------------------------------- the vector sum's
-    @property
-    def alphabet(self) -> Any:
-        """The vector sum's message values."""
-        return self.vector_sum.alphabet
-
-    def bits_per_message(self, n_instances: int = 1) -> int:
-        """The vector sum's message width (no tag for the Skellam shares)."""
-        return int(self.vector_sum.bits_per_message(n_instances))
-
-    def wire_instances(self, n_instances: int | None = None) -> int:
-        """The vector sum's coordinates, ``I Q``."""
-        return self.vector_sum.wire_instances(n_instances)
-
-    def sender_cap(self, n_instances: int, exceed_probability: float) -> SenderCap:
-        """The vector sum's cap."""
-        return self.vector_sum.sender_cap(n_instances, exceed_probability)
-
-    def per_sender_message_cap(self, tail_probability: float = DEFAULT_CAP_TAIL_PROBABILITY) -> int:
-        """The vector sum's cap per coordinate."""
-        return self.vector_sum.per_sender_message_cap(tail_probability)
-
-    def check_participants(self, n_participants: int) -> None:
-        """The vector sum's check (e.g. the Skellam modulus refuses more than ``n_users``)."""
-        self.vector_sum.check_participants(n_participants)
 
     # ----------------------------------------------------------------- roles
     def encode_users(self, x: Any, *, rng: RNGLike = None) -> tuple[MessageBatch, np.ndarray]:
@@ -104,17 +126,13 @@ class VectorSumKDEProtocol(VectorSumKDE, ShuffleProtocol):
         """The vector sum's randomizer on the users' features."""
         return self.vector_sum.randomize(self.features(x), rng=rng)
 
-    def view(self, messages: Any) -> Any:
-        """The vector sum's view."""
-        return self.vector_sum.view(messages)
-
     def analyze(self, view: MessageHistogram | MessageBatch) -> KDEFunction:
         """The released function, for ``n_users`` participants."""
         return self.analyze_participants(view, self.n_users)
 
     def analyze_participants(self, view: Any, n_participants: int) -> KDEFunction:
         """The vector sum's estimate as the coefficients of the released `KDEFunction`, for ``n_participants`` users."""
-        total = np.asarray(self.vector_sum.analyze_participants(view, n_participants), dtype=float)
+        total = self._sum_for(view, n_participants)
         shape = (self.family.n_repetitions, self.family.n_coordinates)
         return KDEFunction._released(self.family, total.reshape(shape), n_participants,
                                      self.guarantee_for_participants(n_participants))

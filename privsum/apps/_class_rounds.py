@@ -55,14 +55,21 @@ class ClassKDERounds:
 
     def _fit_joint(self, points: np.ndarray, encoded: np.ndarray, rng: np.random.Generator) -> list[KDEFunction | None]:
         """Every class's KDE and noisy size from one joint vector sum (`JointClassKDE`); no label round."""
-        joint = JointClassKDE.from_privacy(
+        joint = self._joint_kde(points.shape[0])
+        return self._joint_released(joint, *joint.run(points, encoded, rng=rng))
+
+    def _joint_kde(self, n_users: int) -> JointClassKDE:
+        """The joint sum `fit` calibrates for ``n_users`` (`privsum.parties` deploys it)."""
+        return JointClassKDE.from_privacy(
             family=self.family_,
             n_classes=len(self.classes_),
             protocol=PROTOCOLS[self.protocol],
             **self._vector_budget(),
-            n_users=points.shape[0],
+            n_users=n_users,
         )
-        densities, sizes = joint.run(points, encoded, rng=rng)
+
+    def _joint_released(self, joint: JointClassKDE, densities: list[KDEFunction], sizes: np.ndarray) -> list[KDEFunction | None]:
+        """The fitted state from the joint sum's release: sizes as class counts, classes below the minimum without a density."""
         self.protocols_ = [joint]
         self.class_counts_ = sizes
         return [d if size >= MIN_CLASS_USERS else None for d, size in zip(densities, sizes, strict=True)]

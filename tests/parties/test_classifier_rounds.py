@@ -61,8 +61,12 @@ def test_rounds_refuse_what_they_cannot_back():
         ClassifierRounds(model(3, classes=None), n_users=10, n_features=2)
     with pytest.raises(InvalidParameterError, match="random_state"):
         ClassifierRounds(model(None), n_users=10, n_features=2)
-    with pytest.raises(InvalidParameterError, match="label_privacy"):
-        ClassifierRounds(model(3, label_privacy="clear"), n_users=10, n_features=2)
+    with pytest.raises(InvalidParameterError, match="label_privacy"):  # a joint sum over bit sums does not exist
+        ClassifierRounds(model(3, label_privacy="joint"), n_users=10, n_features=2)
+    with pytest.raises(InvalidParameterError, match="shuffled vector sum"):  # a trusted curator has no parties
+        ClassifierRounds(model(3, label_privacy="joint", protocol="central-gaussian"), n_users=10, n_features=2)
+    with pytest.raises(InvalidParameterError, match="label_privacy in"):
+        ClassifierRounds(model(3), n_users=10, n_features=2).joint_deployment()
     rounds = ClassifierRounds(model(3), n_users=points.shape[0], n_features=2)
     label_analyzer, uploads = one_round(rounds.label_deployment(), rounds.class_indices(labels)[:, None], 0)
     reported = np.array([rounds.reported_class(upload) for upload in uploads])
@@ -121,3 +125,142 @@ def test_vector_sum_class_rounds_compose_as_fit_does():
         assert type(protocol).__name__ == "VectorSumKDEProtocol" and protocol.n_users == count
         assert Deployment(protocol).positional
     assert fitted.label_epsilon_ < fitted.guarantees_["model"].epsilon <= fitted.epsilon + 1e-9
+
+
+# ---------------------------------------------------------------------- label_privacy="clear"
+def test_clear_labels_travel_as_they_are_and_the_counts_are_exact():
+    """The clear label round sends each class index unchanged: exact counts, the label unprotected (infinite guarantee)."""
+    points, labels = data()
+    rounds = ClassifierRounds(model(3, label_privacy="clear"), n_users=points.shape[0], n_features=2)
+    deployment = rounds.label_deployment()
+    assert deployment.protocol.label_epsilon == np.inf and deployment.cap.total == 1
+    label_analyzer, uploads = one_round(deployment, rounds.class_indices(labels)[:, None], 5)
+    assert [rounds.reported_class(upload) for upload in uploads] == rounds.class_indices(labels).tolist()
+    assert label_analyzer.estimate().tolist() == [N_PER_CLASS, N_PER_CLASS]
+    assert label_analyzer.guarantee.epsilon == np.inf
+    fitted = party_fit(model(3, label_privacy="clear"), points, labels, seed=2)
+    direct = model(3, label_privacy="clear").fit(points, labels)
+    assert fitted.class_counts_.tolist() == direct.class_counts_.tolist() == [N_PER_CLASS, N_PER_CLASS]
+    assert fitted.guarantees_ == direct.guarantees_ and fitted.guarantees_["model"].epsilon == np.inf
+    assert fitted.kde_guarantee_ == direct.kde_guarantee_ and fitted.kde_guarantee_.epsilon <= 4.0
+    with pytest.raises(InvalidParameterError, match="label_privacy in"):
+        rounds.joint_deployment()
+
+
+@pytest.mark.slow
+def test_clear_party_training_matches_fit_in_distribution():
+    """Class density at a point, clear-label party path against `fit` over 120 seeds each (alpha = 1e-6)."""
+    points, labels = data()
+    query = np.array([[1.0, 0.0]])
+    party = [party_fit(model(r, label_privacy="clear"), points, labels, seed=2000 + r).class_densities(query)[0, 0]
+             for r in range(120)]
+    direct = [model(r, label_privacy="clear").fit(points, labels).class_densities(query)[0, 0] for r in range(120)]
+    assert_same_octiles(np.asarray(party), np.asarray(direct))
+
+
+def assert_same_octiles(party, direct):
+    bins = np.quantile(np.concatenate([party, direct]), np.linspace(0, 1, 9)[1:-1])
+    assert np.std(party) > 0
+    assert_same_distribution(np.digitize(party, bins), np.digitize(direct, bins))
+
+
+# ---------------------------------------------------------------------- label_privacy="joint"
+JOINT = {"protocol": "vector", "kernel": "ip", "n_repetitions": None, "accounting": "tight", "label_privacy": "joint"}
+
+
+def unit_data():
+    points, labels = data()
+    return points / np.linalg.norm(points, axis=1, keepdims=True), labels  # the inner-product kernel's unit ball
+
+
+@pytest.fixture
+def calibrate_once(monkeypatch):
+    """`fit`'s joint calibration (about 1 s) computed once per setting: the identity features do not depend on the seed."""
+    original, cache = ShuffledKDEClassifier._joint_kde, {}
+
+    def cached(self, n_users):
+        key = (repr(self.family_), n_users, self.epsilon, self.delta)
+        if key not in cache:
+            cache[key] = original(self, n_users)
+        return cache[key]
+
+    monkeypatch.setattr(ShuffledKDEClassifier, "_joint_kde", cached)
+
+
+def party_fit_joint(classifier, points, labels, seed):
+    """`fit` with label_privacy="joint", as parties: one round of the joint class sum."""
+    rounds = ClassifierRounds(classifier, n_users=points.shape[0], n_features=points.shape[1])
+    analyzer, _ = one_round(rounds.joint_deployment(), rounds.joint_inputs(points, labels), seed)
+    return rounds.fitted_joint(analyzer)
+
+
+def test_joint_round_gives_fits_model_and_accounting(calibrate_once):
+    points, labels = unit_data()
+    fitted = party_fit_joint(model(5, **JOINT), points, labels, seed=4)
+    direct = model(5, **JOINT).fit(points, labels)
+    assert fitted.guarantees_ == direct.guarantees_ and fitted.guarantees_["model"].epsilon <= 4.0
+    assert fitted.family_ == direct.family_ and fitted.n_training_users_ == 2 * N_PER_CLASS
+    deployment = Deployment.from_file_dict(Deployment(fitted.protocols_[0]).to_file_dict())  # the protocol file rebuilds it
+    assert deployment.wire_name == "JointClassKDE" and deployment.positional
+    assert deployment.n_instances == 2 * (2 + 1)  # C (I Q + 1): two classes of two features and a count
+    assert fitted.predict(np.array([[1.0, 0.0], [-1.0, 0.0]])).tolist() == ["a", "b"]
+    assert abs(fitted.class_counts_ - N_PER_CLASS).max() < 40  # noise sd about 5 users at epsilon 4
+
+
+def test_joint_round_refusals(calibrate_once):
+    points, labels = unit_data()
+    rounds = ClassifierRounds(model(5, **JOINT), n_users=points.shape[0], n_features=2)
+    client = Client(rounds.joint_deployment(), rng=0)
+    for bad, match in (([0.5, 0.0, 2], "class indices"), ([0.5, 0.0, 0.5], "class indices"), ([0.5, 0.0], "rows of 3"),
+                       ([3.0, 0.0, 1], "x"), ([np.nan, 0.0, 1], "finite")):
+        with pytest.raises(InvalidParameterError, match=match):
+            client.encode(bad)
+    with pytest.raises(InvalidParameterError, match="label_privacy in"):
+        rounds.label_deployment()
+    analyzer, _ = one_round(rounds.joint_deployment(), rounds.joint_inputs(points, labels), 1)
+    with pytest.raises(InvalidParameterError, match="another deployment"):
+        rounds.fitted_joint(Analyzer(Deployment(rounds.joint_deployment().protocol, min_senders=1)))
+    with pytest.raises(InvalidParameterError, match="classes"):
+        rounds.joint_inputs(points, labels[:5])
+    assert rounds.fitted_joint(analyzer).class_counts_.size == 2
+
+
+def test_one_malicious_joint_sender_moves_a_class_size_within_the_window(calibrate_once):
+    """Robustness: one well-formed upload (shares within the cap) moves w * size by at most the bound, and by half of it here."""
+    points, labels = unit_data()
+    rounds = ClassifierRounds(model(5, **JOINT), n_users=points.shape[0] + 1, n_features=2)
+    deployment = rounds.joint_deployment()
+    protocol, spec = deployment.protocol, deployment.spec
+    vector_sum = protocol.vector_sum
+    shares = np.zeros(deployment.cap.total, dtype=np.int64)
+    count = protocol.row_width - 1  # class 0's count coordinate
+    shares[count * vector_sum.n_shares] = vector_sum.modulus // 2  # half the modulus added to it
+    attack = spec.encode_upload(spec.fields(np.repeat(np.arange(spec.n_instances), vector_sum.n_shares), shares))
+    honest = Client(deployment, rng=3).encode_many(rounds.joint_inputs(points, labels))
+    totals = []
+    for uploads in (honest + [Client(deployment, rng=4).encode(rounds.joint_inputs(points[:1], labels[:1])[0])],
+                    honest + [attack]):
+        shuffler, analyzer = Shuffler(deployment, rng=5), Analyzer(deployment)
+        for sender, upload in enumerate(uploads):
+            shuffler.submit(sender, upload)
+        analyzer.absorb(shuffler.release())
+        totals.append(vector_sum.analyze_participants(analyzer.view, analyzer.n_participants))
+    shift = abs(totals[1][count] - totals[0][count])
+    bound = protocol.manipulation_bound(1)
+    assert bound == (vector_sum.modulus - 1) / vector_sum.scale
+    assert bound / 2 - 2 * protocol.count_weight < shift <= bound
+
+
+@pytest.mark.slow
+def test_joint_party_training_matches_fit_in_distribution(calibrate_once):
+    """Class size and class density at a point, joint party path against `fit` over 150 seeds each (alpha = 1e-6 each)."""
+    points, labels = unit_data()
+    query = np.array([[1.0, 0.0]])
+    party, direct = [], []
+    for repeat in range(150):
+        for target, fitted in ((party, party_fit_joint(model(repeat, **JOINT), points, labels, seed=3000 + repeat)),
+                               (direct, model(repeat, **JOINT).fit(points, labels))):
+            target.append((fitted.class_counts_[0], fitted.class_densities(query)[0, 0]))
+    party, direct = np.asarray(party), np.asarray(direct)
+    assert_same_distribution(party[:, 0].astype(int), direct[:, 0].astype(int))
+    assert_same_octiles(party[:, 1], direct[:, 1])

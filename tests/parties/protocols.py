@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from privsum.bitsum import LocalRRBitSum, PureBitSum, RRBitSum, ThreeNBBitSum
 from privsum.clipping import ClippedSum, ClippedVectorSum, SparseVectorAggregation
 from privsum.kde import ShuffledKDE
 from privsum.lsq import RandomFourierFeatures
-from privsum.parties import LabelRound, VectorSumKDEProtocol
+from privsum.parties import JointClassKDEProtocol, LabelRound, VectorSumKDEProtocol
 from privsum.sums import BlanketRealSum, CorrelatedNoiseSum, MultiMessageSum, ShuffledVectorSum, SkellamVectorSum
 
 
@@ -34,16 +36,22 @@ def protocol(name: str, n_users: int):
             family=RandomFourierFeatures(dimension=2, n_repetitions=2, seed=1), protocol=SkellamVectorSum,
             epsilon=1.0, delta=1e-6, n_users=n_users),
         "LabelRound": lambda: LabelRound(n_users=n_users, n_classes=3, label_epsilon=1.0),
+        "LabelRoundClear": lambda: LabelRound(n_users=n_users, n_classes=3, label_epsilon=math.inf),
+        "JointClassKDEProtocol": lambda: JointClassKDEProtocol.from_privacy(
+            family=RandomFourierFeatures(dimension=2, n_repetitions=2, seed=1), n_classes=2, protocol=SkellamVectorSum,
+            epsilon=1.0, delta=1e-6, n_users=n_users),
     }
     return builders[name]()
 
 
 NAMES = ("RRBitSum", "LocalRRBitSum", "ThreeNBBitSum", "PureBitSum", "BlanketRealSum", "CorrelatedNoiseSum",
          "MultiMessageSum", "ShuffledVectorSum", "SkellamVectorSum", "ShuffledKDE",
-         "ClippedSum", "ClippedVectorSum", "SparseVectorAggregation", "VectorSumKDEProtocol", "LabelRound")
+         "ClippedSum", "ClippedVectorSum", "SparseVectorAggregation", "VectorSumKDEProtocol", "LabelRound",
+         "LabelRoundClear", "JointClassKDEProtocol")
 VECTOR_SUMS = ("ShuffledVectorSum", "SkellamVectorSum", "ClippedVectorSum", "SparseVectorAggregation")
 KDES = ("ShuffledKDE", "VectorSumKDEProtocol")
-FIXED_INSTANCES = (*VECTOR_SUMS, *KDES, "ClippedSum", "LabelRound")
+LABEL_ROUNDS = ("LabelRound", "LabelRoundClear")
+FIXED_INSTANCES = (*VECTOR_SUMS, *KDES, *LABEL_ROUNDS, "ClippedSum", "JointClassKDEProtocol")
 
 
 def inputs(name: str, n_users: int, n_instances: int, rng: np.random.Generator) -> np.ndarray:
@@ -56,8 +64,10 @@ def inputs(name: str, n_users: int, n_instances: int, rng: np.random.Generator) 
         return rng.integers(0, 20, (n_users, 1))
     if name in KDES:
         return rng.normal(size=(n_users, 2)) * 0.5
-    if name == "LabelRound":
+    if name in LABEL_ROUNDS:
         return rng.integers(0, 3, (n_users, 1))
+    if name == "JointClassKDEProtocol":  # each point, then its class index
+        return np.column_stack([rng.normal(size=(n_users, 2)) * 0.5, rng.integers(0, 2, n_users)])
     if name in ("CorrelatedNoiseSum", "MultiMessageSum"):
         return rng.integers(0, 2, (n_users, n_instances))
     if name == "BlanketRealSum":

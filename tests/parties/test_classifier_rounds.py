@@ -251,7 +251,6 @@ def test_one_malicious_joint_sender_moves_a_class_size_within_the_window(calibra
     assert bound / 2 - 2 * protocol.count_weight < shift <= bound
 
 
-@pytest.mark.slow
 def test_joint_party_training_matches_fit_in_distribution(calibrate_once):
     """Class size and class density at a point, joint party path against `fit` over 150 seeds each (alpha = 1e-6 each)."""
     points, labels = unit_data()

@@ -14,7 +14,7 @@ from privsum.parties import Analyzer, Client, Deployment, Shuffler
 from privsum.shuffle import MessageHistogram
 from privsum.testing.stats import assert_matches_pmf, assert_same_distribution
 from privsum.wire import WireFormatError
-from tests.parties.protocols import KDES, NAMES, inputs, n_instances, protocol
+from tests.parties.protocols import KDES, LABEL_ROUNDS, NAMES, inputs, n_instances, protocol
 
 
 def party_run(deployment, x, *, seed=0, batches=1):
@@ -40,7 +40,10 @@ def test_every_protocol_round_trips_through_the_parties(name):
     if name in KDES:
         estimate = estimate(np.zeros((1, 2)))
         x = np.zeros((1, 1))
-    if name == "LabelRound":  # the reported class counts
+    if name == "JointClassKDEProtocol":  # every class's density and noisy size
+        densities, sizes = estimate
+        assert len(densities) == 2 and sizes.shape == (2,) and densities[0](np.zeros((1, 2))).shape == (1,)
+    elif name in LABEL_ROUNDS:  # the reported class counts
         assert estimate.shape == (3,) and estimate.sum() == 60
     else:
         assert np.shape(estimate) == np.shape(np.asarray(x).sum(axis=0))
@@ -95,20 +98,25 @@ def test_party_view_has_the_distribution_of_the_in_process_view(name):
 @pytest.mark.parametrize(
     "name", ["ShuffledVectorSum", pytest.param("SkellamVectorSum", marks=pytest.mark.slow),
              "ShuffledKDE", "ClippedSum", pytest.param("ClippedVectorSum", marks=pytest.mark.slow),
-             "SparseVectorAggregation", "VectorSumKDEProtocol", "LabelRound"]
+             "SparseVectorAggregation", "VectorSumKDEProtocol", "LabelRound", "JointClassKDEProtocol"]
 )
 def test_party_estimates_match_run(name):
-    """Repeated small runs: the first coordinate's estimate (the KDE at the origin), party path against `run` (alpha = 1e-6)."""
+    """Repeated small runs: the first coordinate's estimate (the KDE at the origin), party path against `run` (alpha = 1e-6).
+
+    The joint class sum's first value is class 0's density at the origin; its `run` takes points and labels apart.
+    """
     n, repeats = 12, 150
     proto = protocol(name, n)
     x = inputs(name, n, 1, np.random.default_rng(4))
     deployment = Deployment(proto, min_senders=1)
+    run = (lambda rng: proto.run(x[:, :-1], x[:, -1].astype(int), rng=rng)) if name == "JointClassKDEProtocol" else (
+        lambda rng: proto.run(x, rng=rng))
     party, direct = [], []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         for repeat in range(repeats):
             party.append(first_value(party_run(deployment, x, seed=10 * repeat).estimate()))
-            direct.append(first_value(proto.run(x, rng=repeat)))
+            direct.append(first_value(run(repeat)))
     party, direct = np.asarray(party), np.asarray(direct)
     bins = np.quantile(np.concatenate([party, direct]), np.linspace(0, 1, 9)[1:-1])  # octiles of the pooled sample
     assert np.std(party) > 0
@@ -116,7 +124,9 @@ def test_party_estimates_match_run(name):
 
 
 def first_value(estimate):
-    """The first coordinate of an estimate, or a KDE function's value at the origin."""
+    """The first coordinate of an estimate, or a KDE function's value at the origin (the first class's, for the joint sum)."""
+    if isinstance(estimate, tuple):  # the joint class sum: (densities, sizes)
+        estimate = estimate[0][0]
     return estimate(np.zeros((1, 2)))[0] if callable(estimate) else estimate[0]
 
 

@@ -64,7 +64,16 @@ from privsum.lsq import (
     SignedRandomProjection,
 )
 from privsum.means import ClippedMean, ShuffledMean, ShuffledMeanVariance
-from privsum.parties import Analyzer, ClassifierRounds, Client, Deployment, LabelRound, Shuffler, VectorSumKDEProtocol
+from privsum.parties import (
+    Analyzer,
+    ClassifierRounds,
+    Client,
+    Deployment,
+    JointClassKDEProtocol,
+    LabelRound,
+    Shuffler,
+    VectorSumKDEProtocol,
+)
 from privsum.shuffle import MessageBatch, MessageHistogram, PartialView, UserChunks
 from privsum.sketches import RACE, RACEClassifier, RACELinearRegression
 from privsum.sums import (
@@ -82,6 +91,7 @@ N = 20
 GUARANTEE = PrivacyGuarantee(1.0, 1e-6)
 LSH = L2LSH(dimension=2, n_repetitions=4, bucket_width=1.0, n_buckets=8, seed=0)
 RFF = RandomFourierFeatures(dimension=2, n_repetitions=4, seed=0)
+JOINT_SKELLAM = JointClassKDE.from_privacy(family=RFF, n_classes=2, protocol=SkellamVectorSum, epsilon=1.0, delta=1e-6, n_users=N)
 PROFILE = PrivacyProfile([0.5, 0.5], [0.25, 0.75])
 DEPLOYMENT = Deployment(RRBitSum(n_users=2, flip_probability=0.3, delta=1e-6), n_instances=2)
 
@@ -267,6 +277,8 @@ CONSTRUCTORS: dict[str, tuple[type, dict[str, Any]]] = {
     "VectorSumKDEProtocol": (VectorSumKDEProtocol, {
         "family": RFF, "vector_sum": VectorSumKDEProtocol.from_privacy(
             family=RFF, protocol=SkellamVectorSum, epsilon=1.0, delta=1e-6, n_users=N).vector_sum}),
+    "JointClassKDEProtocol": (JointClassKDEProtocol, {
+        "family": RFF, "n_classes": 2, "count_weight": JOINT_SKELLAM.count_weight, "vector_sum": JOINT_SKELLAM.vector_sum}),
     "ClassifierRounds": (ClassifierRounds, {
         "classifier": ShuffledKDEClassifier(classes=[0, 1], protocol="rr", n_repetitions=2, random_state=0),
         "n_users": N, "n_features": 2}),
@@ -344,6 +356,10 @@ FROM_PRIVACY_ARGUMENTS: dict[str, tuple[type, dict[str, Any]]] = {
     "ShuffledMean": (ShuffledMean, {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "low": 0.0, "high": 1.0}),
     "ShuffledMeanVariance": (ShuffledMeanVariance, {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "low": 0.0, "high": 1.0}),
     "ClippedMean": (ClippedMean, {"epsilon": 1.0, "delta": 1e-6, "n_users": N, "low": 0.0, "upper": 100.0}),
+    "JointClassKDEProtocol": (
+        JointClassKDEProtocol,
+        {"family": RFF, "n_classes": 2, "protocol": SkellamVectorSum, "epsilon": 1.0, "delta": 1e-6, "n_users": N},
+    ),
     "VectorSumKDEProtocol": (
         VectorSumKDEProtocol,
         {"family": RFF, "protocol": SkellamVectorSum, "epsilon": 1.0, "delta": 1e-6, "n_users": N},

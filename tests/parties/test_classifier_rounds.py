@@ -238,8 +238,8 @@ def test_one_malicious_joint_sender_moves_a_class_size_within_the_window(calibra
     attack = spec.encode_upload(spec.fields(np.repeat(np.arange(spec.n_instances), vector_sum.n_shares), shares))
     honest = Client(deployment, rng=3).encode_many(rounds.joint_inputs(points, labels))
     totals = []
-    for uploads in (honest + [Client(deployment, rng=4).encode(rounds.joint_inputs(points[:1], labels[:1])[0])],
-                    honest + [attack]):
+    another = Client(deployment, rng=4).encode(rounds.joint_inputs(points[:1], labels[:1])[0])
+    for uploads in ([*honest, another], [*honest, attack]):
         shuffler, analyzer = Shuffler(deployment, rng=5), Analyzer(deployment)
         for sender, upload in enumerate(uploads):
             shuffler.submit(sender, upload)

@@ -233,6 +233,7 @@ def test_integer_calibration_parameters_are_never_rounded(name, parameter):
 _INFINITY_ALLOWED: dict[str, tuple[str, ...]] = {
     "PrivacyGuarantee": ("epsilon",),
     "ExactVectorSum.from_privacy": ("epsilon",),
+    "LabelRound": ("label_epsilon",),  # labels in the clear (the classifier's label_privacy="clear")
 }
 
 

@@ -154,6 +154,9 @@ class ClassifierRounds:
         >>> rounds = ClassifierRounds(model, n_users=200, n_features=2)
         >>> rounds.label_deployment().wire_name
         'LabelRound'
+        >>> joint = ShuffledKDEClassifier(classes=[0, 1], protocol="vector", kernel="ip", label_privacy="joint", random_state=3)
+        >>> ClassifierRounds(joint, n_users=200, n_features=2).joint_deployment().wire_name  # no label round
+        'JointClassKDE'
     """
 
     def __init__(self, classifier: ShuffledKDEClassifier, *, n_users: int, n_features: int) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from privsum._random import RNGLike, as_generator
-from privsum._validation import check_integer, check_real, invalid, refusals_as
+from privsum._validation import check_array, check_integer, check_real, invalid, refusals_as
 from privsum.kde.function import KDEFunction
 from privsum.kde.scale import warn_if_degenerate_scale
 from privsum.kde.vector import VectorSumReleases, check_family_and_protocol, check_vector_sum, feature_norm_bound
@@ -173,7 +173,13 @@ class JointClassKDE(VectorSumReleases):
         Post-processing of the sum: row ``c``'s features are class ``c``'s coefficients, its count
         coordinate over ``count_weight``, rounded and floored at 1, its size.
         """
-        total = np.asarray(total, dtype=float).reshape(self.n_classes, self.row_width)
+        owner = "JointClassKDE.releases"
+        total = check_array(total, "total", owner, ndim=1)
+        if total.size != self.n_classes * self.row_width:
+            expected = f"the {self.n_classes * self.row_width} coordinates C (I Q + 1)"
+            raise invalid("total", owner, expected, f"shape {total.shape}")
+        n_participants = check_integer(n_participants, "n_participants", owner, low=1)
+        total = total.astype(float).reshape(self.n_classes, self.row_width)
         sizes = np.maximum(1, np.rint(total[:, -1] / self.count_weight)).astype(np.int64)
         guarantee = self.guarantee_for_participants(n_participants)
         shape = (self.family.n_repetitions, self.family.n_coordinates)
@@ -184,8 +190,14 @@ class JointClassKDE(VectorSumReleases):
         return densities, sizes
 
     def labelled_rows(self, points: np.ndarray, classes: np.ndarray) -> np.ndarray:
-        """The users' ``C (I Q + 1)`` contributions, one row per user (checked points, class indices in ``[0, C)``)."""
-        return np.concatenate(list(self._rows(points, classes)))
+        """The users' ``C (I Q + 1)`` contributions, one row per user (``points`` and their class indices in ``[0, C)``)."""
+        owner = "JointClassKDE.labelled_rows"
+        points = self.family.check_points(points, "points")
+        classes = check_array(classes, "classes", owner, ndim=1, low=0, high=self.n_classes - 1, integer=True)
+        if classes.shape[0] != points.shape[0] or points.shape[0] == 0:
+            raise invalid("classes", owner, f"one class index per point ({points.shape[0]}, at least one)",
+                          f"shape {classes.shape}")
+        return np.concatenate(list(self._rows(points, classes.astype(np.int64))))
 
     def _rows(self, points: np.ndarray, classes: np.ndarray) -> Iterator[np.ndarray]:
         """The users' ``C (I Q + 1)`` contributions, a bounded number of entries at a time."""

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from privsum._random import RNGLike
-from privsum._validation import check_array, invalid
+from privsum._validation import check_array, invalid, refusals_as
 from privsum.kde.function import KDEFunction
 from privsum.kde.joint import JointClassKDE
 from privsum.parties.kde_vector import _OverVectorSum
@@ -90,19 +90,15 @@ class JointClassKDEProtocol(_OverVectorSum, JointClassKDE, ShuffleProtocol):
         return np.column_stack([points, classes])
 
     def _labelled(self, x: Any) -> np.ndarray:
-        """Input rows (point, class index) as the users' labelled-row vectors, or refused as ``x``."""
+        """Input rows (point, class index) as the users' labelled rows (`JointClassKDE.labelled_rows`), or refused as ``x``."""
         owner = "JointClassKDEProtocol"
         rows = check_array(x, "x", owner, ndim=2)
         width = self.family.dimension + 1
         if rows.shape[0] == 0 or rows.shape[1] != width:
             raise invalid("x", owner, f"rows of {width} numbers: a point, then its class index (at least one row)",
                           f"shape {rows.shape}")
-        classes = rows[:, -1]
-        valid = (classes == np.floor(classes)) & (classes >= 0) & (classes < self.n_classes)
-        if not np.all(valid):
-            raise invalid("x", owner, f"a last column of class indices in [0, {self.n_classes})", classes[~valid][:5].tolist())
-        points = self.family.check_points(rows[:, :-1], "x")
-        return self.labelled_rows(points, classes.astype(np.int64))
+        with refusals_as(owner, {"points": "x", "classes": "x"}):
+            return self.labelled_rows(rows[:, :-1], rows[:, -1])
 
     # ----------------------------------------------------------------- roles
     def encode_users(self, x: Any, *, rng: RNGLike = None) -> tuple[MessageBatch, np.ndarray]:

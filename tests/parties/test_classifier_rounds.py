@@ -211,9 +211,9 @@ def test_joint_round_refusals(calibrate_once):
     points, labels = unit_data()
     rounds = ClassifierRounds(model(5, **JOINT), n_users=points.shape[0], n_features=2)
     client = Client(rounds.joint_deployment(), rng=0)
-    for bad, match in (([0.5, 0.0, 2], "class indices"), ([0.5, 0.0, 0.5], "class indices"), ([0.5, 0.0], "rows of 3"),
-                       ([3.0, 0.0, 1], "x"), ([np.nan, 0.0, 1], "finite")):
-        with pytest.raises(InvalidParameterError, match=match):
+    for bad, match in (([0.5, 0.0, 2], r"within \[0, 1\]"), ([0.5, 0.0, 0.5], "integer-valued"), ([0.5, 0.0], "rows of 3"),
+                       ([3.0, 0.0, 1], "norm"), ([np.nan, 0.0, 1], "finite")):
+        with pytest.raises(InvalidParameterError, match=f"'x' parameter of JointClassKDEProtocol must be .*{match}"):
             client.encode(bad)
     with pytest.raises(InvalidParameterError, match="label_privacy in"):
         rounds.label_deployment()

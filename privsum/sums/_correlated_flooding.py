@@ -136,14 +136,14 @@ class ShiftStructure:
 @functools.lru_cache(maxsize=32)
 def shift_structure(levels: int) -> ShiftStructure:
     """`ShiftStructure` of ``levels``, from the latent representation of every rounded value."""
-    from privsum.sums.correlated import _representation  # the one definition of the triples' tree
+    from privsum.sums._correlated_verification import representation  # the triples' tree (imports this module)
 
     levels = check_integer(levels, "levels", "shift_structure", low=1, high=CERTIFIED_MAX_LEVELS)
     kinds = [("t", k) for k in range(2, levels + 1)] + [("t", -k) for k in range(2, levels + 1)]
     columns = {key: j for j, key in enumerate(["+", "-", *kinds])}
     table = np.zeros((levels + 1, len(columns)), dtype=np.int64)
     for value in range(levels + 1):
-        for key, coefficient in _representation(value).items():
+        for key, coefficient in representation(value).items():
             table[value, columns[key]] = coefficient
     spread = table.max(axis=0) - table.min(axis=0)  # max over pairs of |rep(w) - rep(v)|, per latent
     most = 0

@@ -53,7 +53,6 @@ from privsum.sums._correlated_flooding import (
     noisiest_ratio,
 )
 from privsum.sums._correlated_verification import VERIFIABLE_LEVELS, CorrelatedVerification, triple
-from privsum.sums._correlated_verification import representation as _representation  # noqa: F401 - _correlated_flooding imports it from here
 
 __all__ = ["CorrelatedNoiseSum", "gkmps_parameters"]
 

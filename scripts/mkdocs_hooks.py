@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # the hook resolves classes of the checkout it documents
 
-PRIVATE_BASE = re.compile(r'<span title="(privsum(?:\.\w+)*)\.(_\w+)">_\w+</span>')
-BASES_LINE = re.compile(r"(Bases: )(.*?)(</p>)")
+PRIVATE_BASE = re.compile(r'<code><span title="(privsum(?:\.\w+)*)\.(_\w+)">_\w+</span></code>(, )?')
+BASES_LINE = re.compile(r"(Bases: )(.*?)(</p>)", re.DOTALL)  # a base's title may span lines
 
 
 def public_ancestor(module: str, name: str) -> str | None:
@@ -35,14 +35,14 @@ def public_ancestor(module: str, name: str) -> str | None:
 
 def _replace_private(match: re.Match[str]) -> str:
     ancestor = public_ancestor(match.group(1), match.group(2))
-    if ancestor is None:
+    if ancestor is None:  # a mixin with no public ancestor: left out, with its separator
         return ""
-    return f'<span title="{ancestor}">{ancestor.rsplit(".", 1)[1]}</span>'
+    return f'<code><span title="{ancestor}">{ancestor.rsplit(".", 1)[1]}</span></code>{match.group(3) or ""}'
 
 
 def _clean_bases(match: re.Match[str]) -> str:
     bases = PRIVATE_BASE.sub(_replace_private, match.group(2))
-    return match.group(1) + bases + match.group(3)
+    return match.group(1) + bases.removesuffix(", ") + match.group(3)
 
 
 def on_post_page(html: str, **_: object) -> str:

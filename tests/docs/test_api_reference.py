@@ -96,6 +96,10 @@ def test_mkdocs_hook_replaces_private_bases_by_public_ancestors():
     cleaned = hooks.on_post_page(html)
     assert "_FlippedReports" not in cleaned and ">BitSumProtocol</span>" in cleaned
     assert hooks.on_post_page("<p>no bases here</p>") == "<p>no bases here</p>"
+    mixin = ('<p>Bases: <code><span title="privsum.parties.kde_vector._OverVectorSum">_OverVectorSum</span></code>, '
+             '<code><a title="privsum.kde.vector.VectorSumKDE\n\n  (summary)">VectorSumKDE</a></code></p>')
+    cleaned = hooks.on_post_page(mixin)  # a mixin without a public ancestor is left out, with its separator
+    assert cleaned.startswith("<p>Bases: <code><a title=") and "_OverVectorSum" not in cleaned
 
 
 def test_mkdocs_config_has_grouped_nav_and_no_invented_repository():

@@ -127,7 +127,8 @@ class JointClassKDE(VectorSumReleases):
         )
         width = family.n_repetitions * family.n_coordinates + 1
         rows = {"label_rows": n_classes, "count_weight": weight} if issubclass(protocol, _LABELLED_ROW_SUMS) else {}
-        with refusals_as(owner, {"dimension": "family", "norm_bound": "family"}):  # derived from the family
+        bound_from = "family" if count_weight is None else "count_weight"  # the row norm bound is hypot(F, w)
+        with refusals_as(owner, {"dimension": "family", "norm_bound": bound_from}):  # derived from these
             vector_sum = protocol.from_privacy(
                 epsilon=epsilon,
                 delta=delta,

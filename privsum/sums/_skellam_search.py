@@ -62,6 +62,9 @@ COMMON_FIELDS = (
     "count_weight",
 )
 MAX_SHARES = 1024  # shares per coordinate: sums of m residues below 2^46 stay below 2^63
+#: Largest ``norm_bound`` and least ``scale``: a variance ``(2 mu + n/4) / scale^2`` stays a finite float.
+MAX_NORM_BOUND = 2.0**400
+MIN_SCALE = 2.0**-400
 SCALE_GRID = tuple(2.0**k for k in range(2, 21))  # candidate gamma * norm_bound, refined near the accuracy boundary
 REFINEMENT = (2.0**-0.75, 2.0**-0.5, 2.0**-0.25, 2.0**0.25, 2.0**0.5, 2.0**0.75, 2.0**1.25, 2.0**1.5, 2.0**1.75)
 SHARE_FRACTIONS = (0.01, 0.03, 0.1, 0.3)  # candidate parts of delta for the shares
@@ -113,7 +116,7 @@ class SkellamCalibration:
             delta: target delta in ``(0, 1)``.
             n_users: number of users (at least 3).
             dimension: ``d``.
-            norm_bound: ``c``.
+            norm_bound: ``c``, at most ``MAX_NORM_BOUND = 2^400``.
             neighbouring: ``"replace-one"`` or ``"zero-out"``.
             calibration: ``"tight"`` (the only one: the Rényi bound with the tight conversion).
             scale: ``gamma``; ``None`` searches it.
@@ -154,10 +157,7 @@ class SkellamCalibration:
             fractions = (check_real(share_delta_fraction, "share_delta_fraction", owner, low=0.0, high=0.5, low_open=True),)
         if not delta * (1 - max(fractions) - wrap_fraction) - 2.0**RETRY_FAILURE_LOG2 > 0:
             raise invalid("delta", owner, "above 2^-80 (the rounding's failure probability)", delta)
-        if scale is None:
-            scales = [g / norm_bound for g in SCALE_GRID]
-        else:
-            scales = [check_real(scale, "scale", owner, low=0.0, low_open=True)]
+        scales = [g / norm_bound for g in SCALE_GRID] if scale is None else [check_real(scale, "scale", owner, low=MIN_SCALE)]
         options = candidates(epsilon, scales, fractions, wrap_fraction, common)
         if scale is None and options:  # quarter octaves around the least admissible scale, where bits are fewest
             least = min(option[0] for option in options)
@@ -236,7 +236,7 @@ def checked_common(values: dict[str, Any], owner: str) -> dict[str, Any]:
     """
     n_users = check_integer(values["n_users"], "n_users", owner, low=3)
     dimension = check_integer(values["dimension"], "dimension", owner, low=1, high=MAX_DIMENSION)
-    norm_bound = check_real(values["norm_bound"], "norm_bound", owner, low=0.0, low_open=True)
+    norm_bound = check_real(values["norm_bound"], "norm_bound", owner, low=0.0, high=MAX_NORM_BOUND, low_open=True)
     delta = check_delta(values["delta"], owner, allow_zero=False)
     beta = check_real(values["rejection_probability"], "rejection_probability", owner, low=0.0, high=0.5, low_open=True)
     relation = Neighbouring.parse(values["neighbouring"], owner, RELATIONS)

@@ -43,6 +43,7 @@ from privsum.sums._common import warn_if_fewer
 from privsum.sums._skellam_search import (
     COMMON_FIELDS,
     MAX_SHARES,
+    MIN_SCALE,
     NORM_TOLERANCE,
     SkellamCalibration,
     checked_common,
@@ -188,7 +189,7 @@ class SkellamVectorSum(SkellamCalibration, SkellamShareWire, ConditionalRounding
         common = checked_common({name: getattr(self, name) for name in COMMON_FIELDS}, owner)
         for name in ("neighbouring", "label_rows", "count_weight"):
             object.__setattr__(self, name, common[name])
-        check_real(self.scale, "scale", owner, low=0.0, low_open=True)
+        check_real(self.scale, "scale", owner, low=MIN_SCALE)
         check_real(self.noise_mu, "noise_mu", owner, low=0.0, low_open=True)
         check_integer(self.n_shares, "n_shares", owner, low=2, high=MAX_SHARES)
         check_integer(self.modulus, "modulus", owner, low=2, high=SPARSE_MAX_MODULUS)

@@ -476,3 +476,20 @@ def test_share_value_mass_at_extreme_rates_is_a_probability(rate, modulus):
     assert 0.0 < mass <= 1.0
     if rate < 1:
         assert mass > 0.99  # almost no noise: the value is almost known
+
+
+def test_norm_bounds_and_scales_whose_variance_is_not_a_float_are_refused():
+    """A variance ``(2 mu + n/4) / scale^2`` must stay finite: norm bounds above 2^400 and scales below 2^-400 are refused."""
+    from privsum.kde import JointClassKDE
+    from privsum.lsq import RandomFourierFeatures
+    from privsum.sums._skellam_search import MAX_NORM_BOUND, MIN_SCALE
+
+    common = {"epsilon": 1.0, "delta": 1e-6, "n_users": 20, "dimension": 9}
+    assert 0 < SkellamVectorSum.from_privacy(**common, norm_bound=MAX_NORM_BOUND).variance() < math.inf
+    with pytest.raises(InvalidParameterError, match="'norm_bound'.*1e\\+300"):
+        SkellamVectorSum.from_privacy(**common, norm_bound=1e300)
+    with pytest.raises(InvalidParameterError, match="'scale'"):
+        SkellamVectorSum.from_privacy(**common, norm_bound=1.0, scale=MIN_SCALE / 2)
+    with pytest.raises(InvalidParameterError, match="'count_weight'"):
+        JointClassKDE.from_privacy(family=RandomFourierFeatures(dimension=2, n_repetitions=4), n_classes=2,
+                                   protocol=SkellamVectorSum, epsilon=1.0, delta=1e-6, n_users=20, count_weight=1.5e162)
